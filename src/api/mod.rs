@@ -1,0 +1,1 @@
+//! Kubernetes API types: our Issuer/ClusterIssuer CRDs and cert-manager kinds.

@@ -1,0 +1,16 @@
+//! cfssl-issuer: a cert-manager external issuer backed by a CFSSL `multirootca` CA.
+//!
+//! Modules are named for what they are: `cfssl` talks to the CA, `pki` handles CSRs, keys and
+//! chains, `api` holds the Kubernetes types, `controllers` the reconcilers.
+
+pub mod api;
+pub mod cfssl;
+pub mod controllers;
+pub mod pki;
+pub mod telemetry;
+
+/// Installs the one rustls crypto provider (ring) for kube, reqwest and everything else.
+/// Safe to call more than once.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
