@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod cfssl;
+pub mod cli;
 pub mod controllers;
 pub mod pki;
 pub mod telemetry;

@@ -1,0 +1,19 @@
+//! The CFSSL `multirootca` client: `authsign` with HMAC tokens, `info`, a credential-checking
+//! health probe, ordered failover across URLs, TLS with per-issuer trust, timeouts and a cap on
+//! answer size. Errors are classified here, once, for the controllers (see [`Class`]).
+
+mod auth;
+mod client;
+mod endpoints;
+mod error;
+pub mod wire;
+
+pub use auth::{AuthKey, KeyError};
+pub use client::{Client, ClientConfig, Health, Info, Signed};
+pub use endpoints::{Endpoints, EndpointsError};
+pub use error::{Call, Class, Error, IssuerFault, classify_refusal};
+
+/// Path of the authenticated signing endpoint, relative to a base URL.
+pub const AUTHSIGN_PATH: &str = "api/v1/cfssl/authsign";
+/// Path of the signer information endpoint, relative to a base URL.
+pub const INFO_PATH: &str = "api/v1/cfssl/info";

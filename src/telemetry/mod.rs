@@ -1,1 +1,12 @@
 //! Logging, metrics and health endpoints.
+
+use tracing_subscriber::EnvFilter;
+
+/// Logging for one-shot commands: warnings and errors to stderr unless `RUST_LOG` says more.
+pub fn init_cli_logging() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

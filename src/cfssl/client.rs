@@ -1,0 +1,507 @@
+//! The HTTP side of the CFSSL client.
+
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use base64::{Engine, engine::general_purpose::STANDARD};
+use reqwest::{StatusCode, Url};
+use serde::de::DeserializeOwned;
+
+use super::error::{Call, Class, Error, IssuerFault, classify_refusal};
+use super::wire::{AuthSignRequest, Envelope, InfoRequest, InfoResult, SignRequest, SignResult};
+use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
+use crate::pki::{Chain, check_csr_pem, complete_chain};
+
+/// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Comma-separated base URLs, tried in order.
+    pub url: String,
+    pub label: String,
+    /// Empty means the CA's `default` profile.
+    pub profile: String,
+    /// Ask the CA for its chain (servers with cfssl PR #1218); otherwise the chain is completed
+    /// from the signer certificate.
+    pub bundle: bool,
+    pub key: AuthKey,
+    /// PEM certificates trusted for TLS to the CA, besides the system roots.
+    pub ca_bundle_pem: Option<Vec<u8>>,
+    pub timeout: Duration,
+    pub max_response_bytes: usize,
+}
+
+impl ClientConfig {
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+    pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
+
+    pub fn new(url: impl Into<String>, label: impl Into<String>, key: AuthKey) -> Self {
+        Self {
+            url: url.into(),
+            label: label.into(),
+            profile: String::new(),
+            bundle: false,
+            key,
+            ca_bundle_pem: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+            max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
+}
+
+/// The signer as `/info` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Info {
+    /// PEM certificate of the signer behind the label.
+    pub certificate: String,
+    pub usages: Vec<String>,
+    pub expiry: String,
+    /// The base URL that answered.
+    pub endpoint: String,
+}
+
+/// A passed health check: the CA is up and accepts our label, profile and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Health {
+    pub info: Info,
+}
+
+/// A signed certificate with its chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signed {
+    pub chain: Chain,
+    /// The base URL that signed.
+    pub endpoint: String,
+}
+
+/// A client for one issuer: one label, profile and key against an ordered list of URLs.
+#[derive(Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    endpoints: Endpoints,
+    config: ClientConfig,
+    /// The signer certificate from the last `/info`, used to complete chains.
+    signer: Mutex<Option<String>>,
+}
+
+impl Client {
+    pub fn new(config: ClientConfig) -> Result<Self, Error> {
+        crate::install_crypto_provider();
+        let endpoints = Endpoints::parse(&config.url)?;
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .user_agent(concat!("cfssl-issuer/", env!("CARGO_PKG_VERSION")))
+            .no_proxy();
+        if let Some(pem) = &config.ca_bundle_pem {
+            let certs =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(e.to_string()))?;
+            if certs.is_empty() {
+                return Err(Error::CaBundle("no PEM certificate in it".into()));
+            }
+            builder = builder.tls_certs_merge(certs);
+        }
+        let http = builder.build().map_err(Error::HttpClient)?;
+        Ok(Self {
+            http,
+            endpoints,
+            config,
+            signer: Mutex::new(None),
+        })
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    /// `POST /api/v1/cfssl/info`: the signer certificate and profile policy. Unauthenticated.
+    pub async fn info(&self) -> Result<Info, Error> {
+        let body = InfoRequest {
+            label: &self.config.label,
+            profile: &self.config.profile,
+        };
+        let body = serde_json::to_vec(&body).expect("plain struct serialises");
+        let (result, endpoint) = self.post::<InfoResult>(Call::Info, INFO_PATH, body).await?;
+        *self.signer.lock().expect("signer lock") = Some(result.certificate.clone());
+        Ok(Info {
+            certificate: result.certificate,
+            usages: result.usages,
+            expiry: result.expiry,
+            endpoint,
+        })
+    }
+
+    /// Health check that also proves the credentials: after `/info`, an authenticated
+    /// `authsign` with an empty CSR is answered `invalid request` only when label, profile and
+    /// key are all right, and nothing is issued.
+    pub async fn check(&self) -> Result<Health, Error> {
+        let info = self.info().await?;
+        let outer = self.auth_request("", false);
+        match self
+            .post::<serde_json::Value>(Call::AuthSign, AUTHSIGN_PATH, outer)
+            .await
+        {
+            Err(Error::Refused { message, .. }) if message == "invalid request" => Ok(Health { info }),
+            Err(err) => Err(probe_error(err)),
+            Ok((_, endpoint)) => Err(Error::Malformed {
+                call: Call::AuthSign,
+                url: endpoint,
+                label: self.config.label.clone(),
+                detail: "the CA accepted an empty CSR".into(),
+            }),
+        }
+    }
+
+    /// Signs a PEM CSR. The CSR is checked locally first, and the answer must be a
+    /// certificate for the CSR's key; the chain is leaf first, then intermediates.
+    pub async fn sign(&self, csr_pem: &[u8]) -> Result<Signed, Error> {
+        let csr = check_csr_pem(csr_pem)?;
+        let outer = self.auth_request(&csr.pem, self.config.bundle);
+        let (result, endpoint) = match self
+            .post::<SignResult>(Call::AuthSign, AUTHSIGN_PATH, outer)
+            .await
+        {
+            Err(err) => return Err(self.disambiguate_bad_request(err).await),
+            Ok(ok) => ok,
+        };
+        let bad_cert = |detail: String| Error::BadCertificate {
+            call: Call::AuthSign,
+            url: endpoint.clone(),
+            label: self.config.label.clone(),
+            detail,
+        };
+        let chain = match &result.bundle {
+            Some(b) => complete_chain(
+                &result.certificate,
+                Some((&b.bundle, b.root.as_deref())),
+                None,
+                &csr.public_key_der,
+            ),
+            None => {
+                self.chain_from_signer(&result.certificate, &csr.public_key_der)
+                    .await
+            }
+        }
+        .map_err(|e| bad_cert(e.to_string()))?;
+        Ok(Signed { chain, endpoint })
+    }
+
+    /// Completes a leaf with the signer certificate, refreshing it once if the cached one did
+    /// not issue the leaf (the CA may have rotated its intermediate). A failing `/info` after a
+    /// successful signature keeps the leaf: losing an issued certificate is worse than a
+    /// shorter chain.
+    async fn chain_from_signer(&self, leaf: &str, csr_key: &[u8]) -> Result<Chain, crate::pki::ChainError> {
+        let cached = self.signer.lock().expect("signer lock").clone();
+        if let Some(signer) = &cached {
+            let chain = complete_chain(leaf, None, Some(signer), csr_key)?;
+            if chain.has_issuer() {
+                return Ok(chain);
+            }
+        }
+        match self.info().await {
+            Ok(info) => complete_chain(leaf, None, Some(&info.certificate), csr_key),
+            Err(err) => {
+                tracing::warn!(error = %err, "signed, but the signer certificate is unavailable; chain is the leaf only");
+                complete_chain(leaf, None, None, csr_key)
+            }
+        }
+    }
+
+    /// `bad request` from authsign means an unknown label or a refused CSR; `/info` tells which.
+    async fn disambiguate_bad_request(&self, err: Error) -> Error {
+        let Error::Refused {
+            call,
+            url,
+            label,
+            status,
+            code,
+            message,
+            ..
+        } = err
+        else {
+            return err;
+        };
+        if message != "bad request" {
+            let class = classify_refusal(call, status, &message, true);
+            return Error::Refused {
+                call,
+                url,
+                label,
+                status,
+                code,
+                message,
+                class,
+            };
+        }
+        let label_known =
+            !matches!(self.info().await, Err(e) if e.class() == Class::Issuer(IssuerFault::Config));
+        let class = classify_refusal(call, status, &message, label_known);
+        Error::Refused {
+            call,
+            url,
+            label,
+            status,
+            code,
+            message,
+            class,
+        }
+    }
+
+    /// The outer authsign body for `csr` (the inner request is signed exactly as sent).
+    fn auth_request(&self, csr: &str, bundle: bool) -> Vec<u8> {
+        let inner = SignRequest {
+            certificate_request: csr,
+            label: &self.config.label,
+            profile: &self.config.profile,
+            bundle,
+        };
+        let inner = serde_json::to_vec(&inner).expect("plain struct serialises");
+        let timestamp = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let outer = AuthSignRequest {
+            timestamp,
+            token: self.config.key.token(&inner),
+            request: STANDARD.encode(&inner),
+        };
+        serde_json::to_vec(&outer).expect("plain struct serialises")
+    }
+
+    /// POSTs `body` to `path` on each URL in order until one gives a definite answer.
+    async fn post<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<(T, String), Error> {
+        let mut last = None;
+        for base in self.endpoints.iter() {
+            match self.post_once(call, base, path, body.clone()).await {
+                Ok(result) => return Ok((result, display_base(base))),
+                Err(err) if err.fails_over() => {
+                    tracing::debug!(error = %err, "CFSSL endpoint failed, trying the next");
+                    last = Some(err);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(last.expect("Endpoints is never empty"))
+    }
+
+    async fn post_once<T: DeserializeOwned>(
+        &self,
+        call: Call,
+        base: &Url,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<T, Error> {
+        let ctx = ErrorContext {
+            call,
+            url: display_base(base),
+            label: self.config.label.clone(),
+        };
+        let response = self
+            .http
+            .post(Endpoints::api(base, path))
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| ctx.transport(e, self.config.timeout))?;
+        let status = response.status();
+        let bytes = read_limited(response, self.config.max_response_bytes)
+            .await
+            .map_err(|e| match e {
+                ReadError::TooLarge => ctx.too_large(self.config.max_response_bytes),
+                ReadError::Transport(e) => ctx.transport(e, self.config.timeout),
+            })?;
+        ctx.parse(status, &bytes)
+    }
+}
+
+fn display_base(base: &Url) -> String {
+    base.as_str().trim_end_matches('/').to_string()
+}
+
+/// In the credential probe, `bad request` can only mean an unknown label: the CSR was empty.
+fn probe_error(err: Error) -> Error {
+    match err {
+        Error::Refused {
+            call,
+            url,
+            label,
+            status,
+            code,
+            message,
+            ..
+        } => {
+            let class = classify_refusal(call, status, &message, message != "bad request");
+            Error::Refused {
+                call,
+                url,
+                label,
+                status,
+                code,
+                message,
+                class,
+            }
+        }
+        other => other,
+    }
+}
+
+/// Where an error happened, to build the error variants.
+struct ErrorContext {
+    call: Call,
+    url: String,
+    label: String,
+}
+
+impl ErrorContext {
+    fn transport(&self, err: reqwest::Error, timeout: Duration) -> Error {
+        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        if err.is_timeout() {
+            return Error::Timeout {
+                call,
+                url,
+                label,
+                timeout,
+            };
+        }
+        let detail = source_chain(&err);
+        if is_tls_failure(&err) {
+            Error::Tls {
+                call,
+                url,
+                label,
+                detail,
+            }
+        } else {
+            Error::Unreachable {
+                call,
+                url,
+                label,
+                detail,
+            }
+        }
+    }
+
+    fn too_large(&self, limit: usize) -> Error {
+        Error::TooLarge {
+            call: self.call,
+            url: self.url.clone(),
+            label: self.label.clone(),
+            limit,
+        }
+    }
+
+    fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
+        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
+            Ok(envelope) => envelope,
+            Err(e) if status.is_success() => {
+                return Err(Error::Malformed {
+                    call,
+                    url,
+                    label,
+                    detail: e.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(Error::Http {
+                    call,
+                    url,
+                    label,
+                    status: status.as_u16(),
+                    snippet: snippet(bytes),
+                });
+            }
+        };
+        match envelope.result {
+            Some(result) if envelope.success && status.is_success() => Ok(result),
+            _ if envelope.success && status.is_success() => Err(Error::Malformed {
+                call,
+                url,
+                label,
+                detail: "success without a result".into(),
+            }),
+            _ => {
+                let first = envelope.errors.into_iter().next();
+                let (code, message) =
+                    first.map_or((0, "no error message".to_string()), |m| (m.code, m.message));
+                let status = status.as_u16();
+                let class = classify_refusal(call, status, &message, true);
+                Err(Error::Refused {
+                    call,
+                    url,
+                    label,
+                    status,
+                    code,
+                    message,
+                    class,
+                })
+            }
+        }
+    }
+}
+
+/// The first bytes of a non-CFSSL body, printable, for error messages.
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+fn source_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = Vec::new();
+    let mut next = err.source();
+    while let Some(e) = next {
+        parts.push(e.to_string());
+        next = e.source();
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+/// Whether a rustls error sits anywhere in the chain; `io::Error` hides its payload from
+/// `source()`, so it is unwrapped by hand.
+fn is_tls_failure(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref())
+            && (inner.is::<rustls::Error>() || is_tls_failure(inner))
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+enum ReadError {
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+/// Reads a body but never more than `limit` bytes, so a CA streaming garbage cannot balloon us.
+async fn read_limited(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, ReadError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(ReadError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(ReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}

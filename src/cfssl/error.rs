@@ -1,0 +1,242 @@
+//! CFSSL errors, classified once by what the controllers must do about them.
+
+use super::endpoints::EndpointsError;
+use crate::pki::CsrError;
+
+/// What a controller does with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Try again later with backoff: network trouble, timeouts, 5xx, garbage answers.
+    Retryable,
+    /// This request can never succeed as it is: the CA refused the CSR, or the CSR is invalid.
+    Permanent,
+    /// The issuer is misconfigured: it goes not-Ready and its requests wait for it.
+    Issuer(IssuerFault),
+}
+
+/// Why an issuer is at fault; each maps to a `Ready` condition reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IssuerFault {
+    /// The CA rejected the HMAC key (`invalid token`), or the key is unusable.
+    Credentials,
+    /// Unknown label or profile, an unusable URL or a profile the CA will not sign with.
+    Config,
+    /// TLS to the CA failed: wrong or missing trust anchors, bad CA bundle.
+    Tls,
+}
+
+/// Which CFSSL call failed, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Info,
+    AuthSign,
+}
+
+impl std::fmt::Display for Call {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Call::Info => "info",
+            Call::AuthSign => "authsign",
+        })
+    }
+}
+
+/// Every message names the URL and label; none carries the key, token or request body.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The issuer's `url` does not parse.
+    #[error(transparent)]
+    Endpoints(#[from] EndpointsError),
+    /// The configured CA bundle is not PEM certificates.
+    #[error("invalid CA bundle: {0}")]
+    CaBundle(String),
+    /// The HTTP client could not be built (TLS setup).
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    /// The CSR failed local checks; it was never sent.
+    #[error(transparent)]
+    Csr(#[from] CsrError),
+    /// The CA answered with a CFSSL error.
+    #[error("{call} at {url} (label {label:?}) refused: {message} (HTTP {status}, code {code})")]
+    Refused {
+        call: Call,
+        url: String,
+        label: String,
+        status: u16,
+        code: i64,
+        message: String,
+        class: Class,
+    },
+    /// An HTTP status with a body that is not a CFSSL envelope (a proxy, a wrong URL).
+    #[error("{call} at {url} (label {label:?}): HTTP {status} without a CFSSL answer: {snippet:?}")]
+    Http {
+        call: Call,
+        url: String,
+        label: String,
+        status: u16,
+        snippet: String,
+    },
+    /// A 200 whose body is not the CFSSL envelope or lacks the expected result.
+    #[error("{call} at {url} (label {label:?}): malformed answer: {detail}")]
+    Malformed {
+        call: Call,
+        url: String,
+        label: String,
+        detail: String,
+    },
+    /// The answer was larger than the client accepts.
+    #[error("{call} at {url} (label {label:?}): answer larger than {limit} bytes")]
+    TooLarge {
+        call: Call,
+        url: String,
+        label: String,
+        limit: usize,
+    },
+    /// No answer in time.
+    #[error("{call} at {url} (label {label:?}): no answer within {timeout:?}")]
+    Timeout {
+        call: Call,
+        url: String,
+        label: String,
+        timeout: std::time::Duration,
+    },
+    /// TLS handshake or certificate verification failed.
+    #[error("{call} at {url} (label {label:?}): TLS failure: {detail}")]
+    Tls {
+        call: Call,
+        url: String,
+        label: String,
+        detail: String,
+    },
+    /// Connection refused or reset, DNS failure and the like.
+    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {detail}")]
+    Unreachable {
+        call: Call,
+        url: String,
+        label: String,
+        detail: String,
+    },
+    /// The CA signed, but what came back is not a usable certificate chain.
+    #[error("{call} at {url} (label {label:?}): unusable certificate: {detail}")]
+    BadCertificate {
+        call: Call,
+        url: String,
+        label: String,
+        detail: String,
+    },
+}
+
+impl Error {
+    pub fn class(&self) -> Class {
+        match self {
+            Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
+            Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
+            Error::Csr(_) => Class::Permanent,
+            Error::Refused { class, .. } => *class,
+            Error::Http { status, .. } => http_status_class(*status),
+            Error::Malformed { .. }
+            | Error::TooLarge { .. }
+            | Error::Timeout { .. }
+            | Error::Unreachable { .. }
+            | Error::BadCertificate { .. } => Class::Retryable,
+        }
+    }
+
+    /// Whether the next URL in the list should be tried: the CA was not reached or not
+    /// healthy. A definite answer from a live CA (any 4xx) is final.
+    pub fn fails_over(&self) -> bool {
+        match self {
+            Error::Http { status, .. } => *status >= 500 || *status == 429,
+            Error::Refused { status, .. } => *status >= 500,
+            Error::Malformed { .. }
+            | Error::TooLarge { .. }
+            | Error::Timeout { .. }
+            | Error::Tls { .. }
+            | Error::Unreachable { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// A bare HTTP status from something that is not speaking CFSSL.
+fn http_status_class(status: u16) -> Class {
+    match status {
+        429 | 500.. => Class::Retryable,
+        // 404/405 and friends: the URL points at something that is not a CFSSL API.
+        _ => Class::Issuer(IssuerFault::Config),
+    }
+}
+
+/// Classifies a CFSSL error message from `call` (see multirootca's authsign processing order).
+/// `bad request` on authsign is ambiguous (unknown label, or the CA refused this CSR); the
+/// client resolves it with an `info` probe and passes the outcome as `label_known`.
+pub fn classify_refusal(call: Call, status: u16, message: &str, label_known: bool) -> Class {
+    if status >= 500 {
+        return Class::Retryable;
+    }
+    match (call, message) {
+        (Call::AuthSign, "invalid token") => Class::Issuer(IssuerFault::Credentials),
+        (Call::AuthSign, "invalid profile" | "authorisation required" | "not authorised") => {
+            Class::Issuer(IssuerFault::Config)
+        }
+        (Call::AuthSign, "bad request") if !label_known => Class::Issuer(IssuerFault::Config),
+        (Call::AuthSign, _) => Class::Permanent,
+        (Call::Info, _) => Class::Issuer(IssuerFault::Config),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Class::*;
+    use IssuerFault::*;
+
+    #[test]
+    fn refusal_classification_table() {
+        let cases = [
+            (Call::AuthSign, 400, "invalid token", true, Issuer(Credentials)),
+            (Call::AuthSign, 400, "invalid profile", true, Issuer(Config)),
+            (
+                Call::AuthSign,
+                401,
+                "authorisation required",
+                true,
+                Issuer(Config),
+            ),
+            (Call::AuthSign, 403, "not authorised", true, Issuer(Config)),
+            (Call::AuthSign, 400, "bad request", false, Issuer(Config)),
+            (Call::AuthSign, 400, "bad request", true, Permanent),
+            (Call::AuthSign, 400, "invalid request", true, Permanent),
+            (
+                Call::AuthSign,
+                400,
+                "illegal base64 data at input byte 0",
+                true,
+                Permanent,
+            ),
+            (Call::AuthSign, 500, "error creating bundle", true, Retryable),
+            (Call::Info, 400, "bad label", true, Issuer(Config)),
+            (Call::Info, 503, "unavailable", true, Retryable),
+        ];
+        for (call, status, message, label_known, want) in cases {
+            assert_eq!(
+                classify_refusal(call, status, message, label_known),
+                want,
+                "{call} {status} {message}"
+            );
+        }
+    }
+
+    #[test]
+    fn bare_http_status_table() {
+        let cases = [
+            (404, Issuer(Config)),
+            (405, Issuer(Config)),
+            (429, Retryable),
+            (502, Retryable),
+        ];
+        for (status, want) in cases {
+            assert_eq!(http_status_class(status), want, "{status}");
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Certificate chains: what goes into `status.certificate` (leaf first, then intermediates) and
+//! what goes into `status.ca` (the root, only when known).
+
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ChainError {
+    #[error("no PEM certificate found")]
+    Empty,
+    #[error("not PEM: {0}")]
+    NotPem(String),
+    #[error("certificate {index} does not parse: {detail}")]
+    Malformed { index: usize, detail: String },
+    #[error("the certificate is for a different key than the CSR")]
+    KeyMismatch,
+}
+
+/// A leaf with its intermediates and, when known, the root that anchors them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chain {
+    /// PEM, leaf first, then intermediates; never the root.
+    pub certificates: String,
+    /// PEM root CA, when the CA told us or we could prove it.
+    pub ca: Option<String>,
+}
+
+impl Chain {
+    /// Whether anything beyond the bare leaf is known: an intermediate or the root.
+    pub fn has_issuer(&self) -> bool {
+        self.ca.is_some() || certificates_in(&self.certificates).is_ok_and(|d| d.len() > 1)
+    }
+}
+
+/// The DER of every `CERTIFICATE` block in `pem_text`, in order, each checked to parse.
+pub fn certificates_in(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
+    let blocks = pem::parse_many(pem_text).map_err(|e| ChainError::NotPem(e.to_string()))?;
+    let ders: Vec<Vec<u8>> = blocks
+        .into_iter()
+        .filter(|b| b.tag() == "CERTIFICATE")
+        .map(|b| b.into_contents())
+        .collect();
+    if ders.is_empty() {
+        return Err(ChainError::Empty);
+    }
+    for (index, der) in ders.iter().enumerate() {
+        X509Certificate::from_der(der).map_err(|e| ChainError::Malformed {
+            index,
+            detail: e.to_string(),
+        })?;
+    }
+    Ok(ders)
+}
+
+fn to_pem(ders: &[Vec<u8>]) -> String {
+    ders.iter()
+        .map(|d| pem::encode(&pem::Pem::new("CERTIFICATE", d.clone())))
+        .collect()
+}
+
+fn parse(der: &[u8]) -> X509Certificate<'_> {
+    X509Certificate::from_der(der)
+        .expect("checked by certificates_in")
+        .1
+}
+
+fn issued_by(child: &X509Certificate, parent: &X509Certificate) -> bool {
+    child.issuer().as_raw() == parent.subject().as_raw()
+        && child.verify_signature(Some(parent.public_key())).is_ok()
+}
+
+fn is_self_signed(cert: &X509Certificate) -> bool {
+    issued_by(cert, cert)
+}
+
+/// Builds the chain for a freshly signed `leaf_pem`.
+///
+/// `bundle` is the CA's own chain when it sent one (leaf first; cfssl PR #1218 shape) with its
+/// root; otherwise `signer_pem` (from `/info`) is appended when it provably issued the leaf, and
+/// becomes the CA when it is itself a root. `csr_key` is the CSR's SubjectPublicKeyInfo: a
+/// certificate for another key is refused.
+pub fn complete_chain(
+    leaf_pem: &str,
+    bundle: Option<(&str, Option<&str>)>,
+    signer_pem: Option<&str>,
+    csr_key: &[u8],
+) -> Result<Chain, ChainError> {
+    let leaf_der = certificates_in(leaf_pem)?.swap_remove(0);
+    if parse(&leaf_der).public_key().raw != csr_key {
+        return Err(ChainError::KeyMismatch);
+    }
+    if let Some((bundle_pem, root)) = bundle {
+        let mut ders = certificates_in(bundle_pem)?;
+        if ders[0] != leaf_der {
+            ders.insert(0, leaf_der);
+        }
+        let root = root.filter(|r| !r.trim().is_empty()).map(str::to_string);
+        return Ok(Chain {
+            certificates: to_pem(&ders),
+            ca: root,
+        });
+    }
+    let signer_der = signer_pem
+        .map(certificates_in)
+        .transpose()?
+        .map(|mut d| d.swap_remove(0));
+    let mut ders = vec![leaf_der];
+    let mut ca = None;
+    if let Some(signer_der) = signer_der {
+        let (leaf, signer) = (parse(&ders[0]), parse(&signer_der));
+        if issued_by(&leaf, &signer) {
+            if is_self_signed(&signer) {
+                ca = Some(to_pem(std::slice::from_ref(&signer_der)));
+            } else {
+                ders.push(signer_der);
+            }
+        }
+    }
+    Ok(Chain {
+        certificates: to_pem(&ders),
+        ca,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+
+    struct Pki {
+        root_pem: String,
+        int_pem: String,
+        leaf_pem: String,
+        leaf_by_root_pem: String,
+        leaf_key: Vec<u8>,
+    }
+
+    fn ca_params(cn: &str) -> CertificateParams {
+        let mut p = CertificateParams::new(vec![]).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        p
+    }
+
+    fn pki() -> Pki {
+        let root_key = KeyPair::generate().unwrap();
+        let root = ca_params("root").self_signed(&root_key).unwrap();
+        let root_issuer = Issuer::new(ca_params("root"), &root_key);
+        let int_key = KeyPair::generate().unwrap();
+        let int = ca_params("int").signed_by(&int_key, &root_issuer).unwrap();
+        let int_issuer = Issuer::new(ca_params("int"), &int_key);
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf_params = CertificateParams::new(vec!["svc".into()]).unwrap();
+        let leaf = leaf_params.signed_by(&leaf_key, &int_issuer).unwrap();
+        let leaf_by_root = leaf_params.signed_by(&leaf_key, &root_issuer).unwrap();
+        Pki {
+            root_pem: root.pem(),
+            int_pem: int.pem(),
+            leaf_pem: leaf.pem(),
+            leaf_by_root_pem: leaf_by_root.pem(),
+            leaf_key: rcgen::PublicKeyData::subject_public_key_info(&leaf_key),
+        }
+    }
+
+    fn count(pem_text: &str) -> usize {
+        certificates_in(pem_text).map(|d| d.len()).unwrap_or(0)
+    }
+
+    #[test]
+    fn chain_completion_table() {
+        let p = pki();
+        let bundle = format!("{}{}", p.leaf_pem, p.int_pem);
+        // (name, leaf, bundle, signer, want certificates, want ca)
+        let cases: Vec<(
+            &str,
+            &str,
+            Option<(&str, Option<&str>)>,
+            Option<&str>,
+            usize,
+            Option<&str>,
+        )> = vec![
+            (
+                "intermediate signer is appended",
+                &p.leaf_pem,
+                None,
+                Some(&p.int_pem),
+                2,
+                None,
+            ),
+            (
+                "root signer becomes the CA",
+                &p.leaf_by_root_pem,
+                None,
+                Some(&p.root_pem),
+                1,
+                Some(&p.root_pem),
+            ),
+            (
+                "unrelated signer is ignored",
+                &p.leaf_by_root_pem,
+                None,
+                Some(&p.int_pem),
+                1,
+                None,
+            ),
+            ("no signer known", &p.leaf_pem, None, None, 1, None),
+            (
+                "bundle with root",
+                &p.leaf_pem,
+                Some((&bundle, Some(&p.root_pem))),
+                None,
+                2,
+                Some(&p.root_pem),
+            ),
+            (
+                "bundle with empty root",
+                &p.leaf_pem,
+                Some((&bundle, Some(""))),
+                None,
+                2,
+                None,
+            ),
+            (
+                "bundle without leaf",
+                &p.leaf_pem,
+                Some((&p.int_pem, None)),
+                None,
+                2,
+                None,
+            ),
+        ];
+        for (name, leaf, bundle, signer, want_len, want_ca) in cases {
+            let chain = complete_chain(leaf, bundle, signer, &p.leaf_key).unwrap();
+            assert_eq!(count(&chain.certificates), want_len, "{name}");
+            assert_eq!(
+                certificates_in(&chain.certificates).unwrap()[0],
+                certificates_in(leaf).unwrap()[0]
+            );
+            let want_ca = want_ca.map(|c| certificates_in(c).unwrap());
+            assert_eq!(
+                chain.ca.as_deref().map(|c| certificates_in(c).unwrap()),
+                want_ca,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn certificate_for_another_key_is_refused() {
+        let p = pki();
+        let other = rcgen::PublicKeyData::subject_public_key_info(&KeyPair::generate().unwrap());
+        let got = complete_chain(&p.leaf_pem, None, Some(&p.int_pem), &other);
+        assert_eq!(got, Err(ChainError::KeyMismatch));
+    }
+
+    #[test]
+    fn garbage_is_rejected() {
+        assert_eq!(certificates_in("nothing"), Err(ChainError::Empty));
+        let bad = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
+        assert!(matches!(
+            certificates_in(bad),
+            Err(ChainError::Malformed { index: 0, .. })
+        ));
+    }
+}
