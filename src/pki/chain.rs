@@ -1,7 +1,7 @@
 //! Certificate chains: what goes into `status.certificate` (leaf first, then intermediates) and
 //! what goes into `status.ca` (the root, only when known).
 
-use x509_parser::prelude::{FromDer, X509Certificate};
+use x509_parser::prelude::{FromDer, ParsedExtension, X509Certificate};
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ChainError {
@@ -63,13 +63,38 @@ fn parse(der: &[u8]) -> X509Certificate<'_> {
         .1
 }
 
+/// Whether `parent` names and identifies the key that issued `child`: subject/issuer names and,
+/// when both carry them, authority/subject key identifiers. This picks chain members; it does
+/// not authenticate them (the CA is authenticated by TLS and the HMAC exchange, and every relying
+/// party verifies the chain), so it skips a signature check that would cost as much as the rest
+/// of a sign call.
 fn issued_by(child: &X509Certificate, parent: &X509Certificate) -> bool {
-    child.issuer().as_raw() == parent.subject().as_raw()
-        && child.verify_signature(Some(parent.public_key())).is_ok()
+    if child.issuer().as_raw() != parent.subject().as_raw() {
+        return false;
+    }
+    match (authority_key_id(child), subject_key_id(parent)) {
+        (Some(aki), Some(ski)) => aki == ski,
+        _ => true,
+    }
 }
 
+fn authority_key_id<'a>(cert: &'a X509Certificate) -> Option<&'a [u8]> {
+    cert.extensions().iter().find_map(|ext| match ext.parsed_extension() {
+        ParsedExtension::AuthorityKeyIdentifier(aki) => aki.key_identifier.as_ref().map(|k| k.0),
+        _ => None,
+    })
+}
+
+fn subject_key_id<'a>(cert: &'a X509Certificate) -> Option<&'a [u8]> {
+    cert.extensions().iter().find_map(|ext| match ext.parsed_extension() {
+        ParsedExtension::SubjectKeyIdentifier(ski) => Some(ski.0),
+        _ => None,
+    })
+}
+
+/// A root: issued by itself, proven by its own signature (only checked on the rare `/info` path).
 fn is_self_signed(cert: &X509Certificate) -> bool {
-    issued_by(cert, cert)
+    issued_by(cert, cert) && cert.verify_signature(None).is_ok()
 }
 
 /// Builds the chain for a freshly signed `leaf_pem`.
@@ -131,6 +156,7 @@ mod tests {
         int_pem: String,
         leaf_pem: String,
         leaf_by_root_pem: String,
+        rotated_int_pem: String,
         leaf_key: Vec<u8>,
     }
 
@@ -149,7 +175,10 @@ mod tests {
         let int = ca_params("int").signed_by(&int_key, &root_issuer).unwrap();
         let int_issuer = Issuer::new(ca_params("int"), &int_key);
         let leaf_key = KeyPair::generate().unwrap();
-        let leaf_params = CertificateParams::new(vec!["svc".into()]).unwrap();
+        // Same name, new key: what a CA shows after rotating its intermediate.
+        let rotated = ca_params("int").signed_by(&KeyPair::generate().unwrap(), &root_issuer).unwrap();
+        let mut leaf_params = CertificateParams::new(vec!["svc".into()]).unwrap();
+        leaf_params.use_authority_key_identifier_extension = true;
         let leaf = leaf_params.signed_by(&leaf_key, &int_issuer).unwrap();
         let leaf_by_root = leaf_params.signed_by(&leaf_key, &root_issuer).unwrap();
         Pki {
@@ -157,6 +186,7 @@ mod tests {
             int_pem: int.pem(),
             leaf_pem: leaf.pem(),
             leaf_by_root_pem: leaf_by_root.pem(),
+            rotated_int_pem: rotated.pem(),
             leaf_key: rcgen::PublicKeyData::subject_public_key_info(&leaf_key),
         }
     }
@@ -199,6 +229,14 @@ mod tests {
                 &p.leaf_by_root_pem,
                 None,
                 Some(&p.int_pem),
+                1,
+                None,
+            ),
+            (
+                "same-named signer with another key is ignored",
+                &p.leaf_pem,
+                None,
+                Some(&p.rotated_int_pem),
                 1,
                 None,
             ),

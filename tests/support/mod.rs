@@ -1,0 +1,185 @@
+//! Test support shared by the integration tests: CAs to talk to (a real multirootca started
+//! from Debian's golang-cfssl, and simple-cfssl in-process), misbehaving servers, CSRs and an
+//! independent chain check with `openssl verify`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+pub const KEY_HEX: &str = "0123456789abcdef0123456789abcdef";
+pub const WRONG_KEY_HEX: &str = "ffffffffffffffffffffffffffffffff";
+
+/// Which CA implementation a conformance case runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Multirootca,
+    SimpleCfssl,
+}
+
+/// A running CA with labels `intermediate1`/`intermediate2` and profiles default, server,
+/// server-short, client (keyed with [`KEY_HEX`]) and noauth.
+pub struct Ca {
+    pub backend: Backend,
+    pub url: String,
+    pub root_pem: String,
+    /// The CA to trust for TLS, when the CA listens on https.
+    pub tls_ca_pem: Option<String>,
+    pub supports_bundle: bool,
+    _guard: Guard,
+}
+
+enum Guard {
+    Multirootca(tempfile::TempDir),
+    Simple(Option<()>),
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Guard::Multirootca(dir) = self {
+            let _ = Command::new(lab_script()).arg("stop").arg(dir.path()).status();
+        }
+    }
+}
+
+pub fn lab_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/multirootca-lab.sh")
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Ca {
+    pub async fn start(backend: Backend, tls: bool) -> Ca {
+        cfssl_issuer::install_crypto_provider();
+        match backend {
+            Backend::Multirootca => start_multirootca(tls),
+            Backend::SimpleCfssl => start_simple(tls).await,
+        }
+    }
+
+    pub fn issued_count(&self) -> Option<u64> {
+        match &self._guard {
+            Guard::Simple(Some(_)) => None,
+            _ => None,
+        }
+    }
+}
+
+fn start_multirootca(tls: bool) -> Ca {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    let mut cmd = Command::new(lab_script());
+    cmd.arg("start").arg(dir.path()).arg(&port);
+    if tls {
+        cmd.arg("tls");
+    }
+    let out = cmd.output().expect("run scripts/multirootca-lab.sh (is golang-cfssl installed?)");
+    assert!(out.status.success(), "multirootca lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8(out.stdout).unwrap();
+    let field = |name: &str| {
+        line.split_whitespace().find_map(|kv| kv.strip_prefix(name)).unwrap_or_else(|| panic!("{name} in {line}"))
+    };
+    let root_pem = std::fs::read_to_string(field("CA=")).unwrap();
+    Ca {
+        backend: Backend::Multirootca,
+        url: field("URL=").to_string(),
+        tls_ca_pem: tls.then(|| root_pem.clone()),
+        root_pem,
+        supports_bundle: false,
+        _guard: Guard::Multirootca(dir),
+    }
+}
+
+async fn start_simple(_tls: bool) -> Ca { unimplemented!() }
+
+/// A fresh ECDSA key and a PEM CSR for `dns`.
+pub fn csr(dns: &str) -> (String, rcgen::KeyPair) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![dns.to_string()]).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, dns);
+    (params.serialize_request(&key).unwrap().pem().unwrap(), key)
+}
+
+/// Verifies `chain_pem` (leaf first) to `root_pem` with the openssl CLI, independent of our
+/// own chain code. Returns openssl's output on failure.
+pub fn openssl_verify(chain_pem: &str, root_pem: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = pem::parse_many(chain_pem).unwrap();
+    let write = |name: &str, blocks: &[pem::Pem]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, blocks.iter().map(pem::encode).collect::<String>()).unwrap();
+        path
+    };
+    let leaf = write("leaf.pem", &blocks[..1]);
+    let untrusted = write("untrusted.pem", &blocks[1..]);
+    let root = dir.path().join("root.pem");
+    std::fs::write(&root, root_pem).unwrap();
+    let mut cmd = Command::new("openssl");
+    cmd.arg("verify").arg("-CAfile").arg(&root);
+    if blocks.len() > 1 {
+        cmd.arg("-untrusted").arg(&untrusted);
+    }
+    let out = cmd.arg(&leaf).output().expect("openssl");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// How a fake server misbehaves.
+#[derive(Debug, Clone, Copy)]
+pub enum Misbehaviour {
+    /// Accepts the connection and never answers.
+    Hang,
+    /// Answers 200 with a body that is not JSON.
+    NotJson,
+    /// Answers 200 with a body of this many bytes, streamed without a length.
+    Oversized(usize),
+    /// Answers 503 with an HTML page, as a proxy in front of a dead CA would.
+    ServiceUnavailable,
+}
+
+/// Starts a loopback server that misbehaves on every connection; returns its base URL.
+pub async fn misbehaving_server(how: Misbehaviour) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = sock.read(&mut buf).await;
+                match how {
+                    Misbehaviour::Hang => tokio::time::sleep(std::time::Duration::from_secs(3600)).await,
+                    Misbehaviour::NotJson => {
+                        let body = "<html>hello</html>";
+                        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n", body.len());
+                        let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                    }
+                    Misbehaviour::ServiceUnavailable => {
+                        let body = "<html>503 Service Unavailable</html>";
+                        let head = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n", body.len());
+                        let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                    }
+                    Misbehaviour::Oversized(n) => {
+                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n").await;
+                        let chunk = vec![b'x'; 16 * 1024];
+                        let mut sent = 0;
+                        while sent < n {
+                            if sock.write_all(&chunk).await.is_err() {
+                                return;
+                            }
+                            sent += chunk.len();
+                        }
+                    }
+                }
+            });
+        }
+    });
+    url
+}
