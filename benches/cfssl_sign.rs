@@ -29,9 +29,18 @@ fn csrs(n: usize) -> Vec<String> {
 }
 
 fn raw_body(key: &AuthKey, csr: &str) -> Vec<u8> {
-    let inner = serde_json::to_vec(&SignRequest { certificate_request: csr, label: LABEL, profile: "", bundle: false })
-        .unwrap();
-    let outer = AuthSignRequest { timestamp: 0, token: key.token(&inner), request: STANDARD.encode(&inner) };
+    let inner = serde_json::to_vec(&SignRequest {
+        certificate_request: csr,
+        label: LABEL,
+        profile: "",
+        bundle: false,
+    })
+    .unwrap();
+    let outer = AuthSignRequest {
+        timestamp: 0,
+        token: key.token(&inner),
+        request: STANDARD.encode(&inner),
+    };
     serde_json::to_vec(&outer).unwrap()
 }
 
@@ -79,8 +88,17 @@ fn script() -> std::path::PathBuf {
 
 fn start_lab() -> (Lab, String) {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let out = Command::new(script()).arg("start").arg(dir.path()).arg(port.to_string()).output().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = Command::new(script())
+        .arg("start")
+        .arg(dir.path())
+        .arg(port.to_string())
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     (Lab(dir), format!("http://127.0.0.1:{port}"))
 }
@@ -88,7 +106,10 @@ fn start_lab() -> (Lab, String) {
 #[tokio::main]
 async fn main() {
     cfssl_issuer::install_crypto_provider();
-    let n: usize = std::env::var("BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
+    let n: usize = std::env::var("BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
     let (_lab, url) = start_lab();
     let key = AuthKey::from_hex(KEY_HEX).unwrap();
     let csrs = csrs(n);
@@ -107,7 +128,10 @@ async fn main() {
     for csr in &csrs {
         cfssl_issuer::pki::check_csr_pem(csr.as_bytes()).expect("valid CSR");
     }
-    println!("local CSR check: {:.1} us per CSR", started.elapsed().as_secs_f64() * 1e6 / n as f64);
+    println!(
+        "local CSR check: {:.1} us per CSR",
+        started.elapsed().as_secs_f64() * 1e6 / n as f64
+    );
     for concurrency in [1, 16] {
         // Alternate raw/ours twice and keep each side's best, to damp drift on a shared machine.
         let mut best_raw = Duration::MAX;

@@ -9,8 +9,17 @@ use sha2::Sha256;
 pub enum KeyError {
     #[error("the key is empty")]
     Empty,
-    #[error("the key is not hex ({0})")]
+    /// Names the position of a bad digit, never the digit: it is part of the key.
+    #[error("the key is not hex ({})", describe_hex_error(.0))]
     NotHex(hex::FromHexError),
+}
+
+fn describe_hex_error(err: &hex::FromHexError) -> String {
+    match err {
+        hex::FromHexError::InvalidHexCharacter { index, .. } => format!("invalid digit at position {index}"),
+        hex::FromHexError::OddLength => "odd number of digits".into(),
+        hex::FromHexError::InvalidStringLength => "wrong length".into(),
+    }
 }
 
 /// The shared secret of a CFSSL auth key plus optional additional data.

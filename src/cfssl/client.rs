@@ -1,6 +1,6 @@
 //! The HTTP side of the CFSSL client.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use super::error::{Call, Class, Error, IssuerFault, classify_refusal};
 use super::wire::{AuthSignRequest, Envelope, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
-use crate::pki::{Chain, check_csr_pem, complete_chain};
+use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
 
 /// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
 #[derive(Debug, Clone)]
@@ -79,8 +79,8 @@ pub struct Client {
     http: reqwest::Client,
     endpoints: Endpoints,
     config: ClientConfig,
-    /// The signer certificate from the last `/info`, used to complete chains.
-    signer: Mutex<Option<String>>,
+    /// DER of the signer certificate from the last `/info`, used to complete chains.
+    signer: Mutex<Option<Arc<Vec<u8>>>>,
 }
 
 impl Client {
@@ -121,7 +121,13 @@ impl Client {
         };
         let body = serde_json::to_vec(&body).expect("plain struct serialises");
         let (result, endpoint) = self.post::<InfoResult>(Call::Info, INFO_PATH, body).await?;
-        *self.signer.lock().expect("signer lock") = Some(result.certificate.clone());
+        let signer = certificates_in(&result.certificate).map_err(|e| Error::Malformed {
+            call: Call::Info,
+            url: endpoint.clone(),
+            label: self.config.label.clone(),
+            detail: format!("signer certificate: {e}"),
+        })?;
+        *self.signer.lock().expect("signer lock") = signer.into_iter().next().map(Arc::new);
         Ok(Info {
             certificate: result.certificate,
             usages: result.usages,
@@ -192,13 +198,16 @@ impl Client {
     async fn chain_from_signer(&self, leaf: &str, csr_key: &[u8]) -> Result<Chain, crate::pki::ChainError> {
         let cached = self.signer.lock().expect("signer lock").clone();
         if let Some(signer) = &cached {
-            let chain = complete_chain(leaf, None, Some(signer), csr_key)?;
+            let chain = complete_chain(leaf, None, Some(signer.as_slice()), csr_key)?;
             if chain.has_issuer() {
                 return Ok(chain);
             }
         }
         match self.info().await {
-            Ok(info) => complete_chain(leaf, None, Some(&info.certificate), csr_key),
+            Ok(_) => {
+                let fresh = self.signer.lock().expect("signer lock").clone();
+                complete_chain(leaf, None, fresh.as_deref().map(Vec::as_slice), csr_key)
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "signed, but the signer certificate is unavailable; chain is the leaf only");
                 complete_chain(leaf, None, None, csr_key)

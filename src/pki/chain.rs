@@ -27,12 +27,21 @@ pub struct Chain {
 impl Chain {
     /// Whether anything beyond the bare leaf is known: an intermediate or the root.
     pub fn has_issuer(&self) -> bool {
-        self.ca.is_some() || certificates_in(&self.certificates).is_ok_and(|d| d.len() > 1)
+        self.ca.is_some() || pem_blocks(&self.certificates).is_ok_and(|d| d.len() > 1)
     }
 }
 
 /// The DER of every `CERTIFICATE` block in `pem_text`, in order, each checked to parse.
 pub fn certificates_in(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
+    let ders = pem_blocks(pem_text)?;
+    for (index, der) in ders.iter().enumerate() {
+        parse_at(der, index)?;
+    }
+    Ok(ders)
+}
+
+/// The DER of every `CERTIFICATE` block, unparsed; at least one.
+fn pem_blocks(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
     let blocks = pem::parse_many(pem_text).map_err(|e| ChainError::NotPem(e.to_string()))?;
     let ders: Vec<Vec<u8>> = blocks
         .into_iter()
@@ -42,25 +51,22 @@ pub fn certificates_in(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
     if ders.is_empty() {
         return Err(ChainError::Empty);
     }
-    for (index, der) in ders.iter().enumerate() {
-        X509Certificate::from_der(der).map_err(|e| ChainError::Malformed {
+    Ok(ders)
+}
+
+fn parse_at(der: &[u8], index: usize) -> Result<X509Certificate<'_>, ChainError> {
+    X509Certificate::from_der(der)
+        .map(|(_, cert)| cert)
+        .map_err(|e| ChainError::Malformed {
             index,
             detail: e.to_string(),
-        })?;
-    }
-    Ok(ders)
+        })
 }
 
 fn to_pem(ders: &[Vec<u8>]) -> String {
     ders.iter()
         .map(|d| pem::encode(&pem::Pem::new("CERTIFICATE", d.clone())))
         .collect()
-}
-
-fn parse(der: &[u8]) -> X509Certificate<'_> {
-    X509Certificate::from_der(der)
-        .expect("checked by certificates_in")
-        .1
 }
 
 /// Whether `parent` names and identifies the key that issued `child`: subject/issuer names and,
@@ -79,17 +85,21 @@ fn issued_by(child: &X509Certificate, parent: &X509Certificate) -> bool {
 }
 
 fn authority_key_id<'a>(cert: &'a X509Certificate) -> Option<&'a [u8]> {
-    cert.extensions().iter().find_map(|ext| match ext.parsed_extension() {
-        ParsedExtension::AuthorityKeyIdentifier(aki) => aki.key_identifier.as_ref().map(|k| k.0),
-        _ => None,
-    })
+    cert.extensions()
+        .iter()
+        .find_map(|ext| match ext.parsed_extension() {
+            ParsedExtension::AuthorityKeyIdentifier(aki) => aki.key_identifier.as_ref().map(|k| k.0),
+            _ => None,
+        })
 }
 
 fn subject_key_id<'a>(cert: &'a X509Certificate) -> Option<&'a [u8]> {
-    cert.extensions().iter().find_map(|ext| match ext.parsed_extension() {
-        ParsedExtension::SubjectKeyIdentifier(ski) => Some(ski.0),
-        _ => None,
-    })
+    cert.extensions()
+        .iter()
+        .find_map(|ext| match ext.parsed_extension() {
+            ParsedExtension::SubjectKeyIdentifier(ski) => Some(ski.0),
+            _ => None,
+        })
 }
 
 /// A root: issued by itself, proven by its own signature (only checked on the rare `/info` path).
@@ -100,23 +110,24 @@ fn is_self_signed(cert: &X509Certificate) -> bool {
 /// Builds the chain for a freshly signed `leaf_pem`.
 ///
 /// `bundle` is the CA's own chain when it sent one (leaf first; cfssl PR #1218 shape) with its
-/// root; otherwise `signer_pem` (from `/info`) is appended when it provably issued the leaf, and
+/// root; otherwise `signer_der` (from `/info`) is appended when it provably issued the leaf, and
 /// becomes the CA when it is itself a root. `csr_key` is the CSR's SubjectPublicKeyInfo: a
 /// certificate for another key is refused.
 pub fn complete_chain(
     leaf_pem: &str,
     bundle: Option<(&str, Option<&str>)>,
-    signer_pem: Option<&str>,
+    signer_der: Option<&[u8]>,
     csr_key: &[u8],
 ) -> Result<Chain, ChainError> {
-    let leaf_der = certificates_in(leaf_pem)?.swap_remove(0);
-    if parse(&leaf_der).public_key().raw != csr_key {
+    let leaf_der = pem_blocks(leaf_pem)?.swap_remove(0);
+    let leaf = parse_at(&leaf_der, 0)?;
+    if leaf.public_key().raw != csr_key {
         return Err(ChainError::KeyMismatch);
     }
     if let Some((bundle_pem, root)) = bundle {
         let mut ders = certificates_in(bundle_pem)?;
         if ders[0] != leaf_der {
-            ders.insert(0, leaf_der);
+            ders.insert(0, leaf_der.clone());
         }
         let root = root.filter(|r| !r.trim().is_empty()).map(str::to_string);
         return Ok(Chain {
@@ -124,19 +135,15 @@ pub fn complete_chain(
             ca: root,
         });
     }
-    let signer_der = signer_pem
-        .map(certificates_in)
-        .transpose()?
-        .map(|mut d| d.swap_remove(0));
-    let mut ders = vec![leaf_der];
+    let mut ders = vec![leaf_der.clone()];
     let mut ca = None;
     if let Some(signer_der) = signer_der {
-        let (leaf, signer) = (parse(&ders[0]), parse(&signer_der));
+        let signer = parse_at(signer_der, 1)?;
         if issued_by(&leaf, &signer) {
             if is_self_signed(&signer) {
-                ca = Some(to_pem(std::slice::from_ref(&signer_der)));
+                ca = Some(to_pem(&[signer_der.to_vec()]));
             } else {
-                ders.push(signer_der);
+                ders.push(signer_der.to_vec());
             }
         }
     }
@@ -176,7 +183,9 @@ mod tests {
         let int_issuer = Issuer::new(ca_params("int"), &int_key);
         let leaf_key = KeyPair::generate().unwrap();
         // Same name, new key: what a CA shows after rotating its intermediate.
-        let rotated = ca_params("int").signed_by(&KeyPair::generate().unwrap(), &root_issuer).unwrap();
+        let rotated = ca_params("int")
+            .signed_by(&KeyPair::generate().unwrap(), &root_issuer)
+            .unwrap();
         let mut leaf_params = CertificateParams::new(vec!["svc".into()]).unwrap();
         leaf_params.use_authority_key_identifier_extension = true;
         let leaf = leaf_params.signed_by(&leaf_key, &int_issuer).unwrap();
@@ -189,6 +198,10 @@ mod tests {
             rotated_int_pem: rotated.pem(),
             leaf_key: rcgen::PublicKeyData::subject_public_key_info(&leaf_key),
         }
+    }
+
+    fn der(pem_text: &str) -> Vec<u8> {
+        certificates_in(pem_text).unwrap().swap_remove(0)
     }
 
     fn count(pem_text: &str) -> usize {
@@ -267,7 +280,8 @@ mod tests {
             ),
         ];
         for (name, leaf, bundle, signer, want_len, want_ca) in cases {
-            let chain = complete_chain(leaf, bundle, signer, &p.leaf_key).unwrap();
+            let signer = signer.map(der);
+            let chain = complete_chain(leaf, bundle, signer.as_deref(), &p.leaf_key).unwrap();
             assert_eq!(count(&chain.certificates), want_len, "{name}");
             assert_eq!(
                 certificates_in(&chain.certificates).unwrap()[0],
@@ -286,7 +300,7 @@ mod tests {
     fn certificate_for_another_key_is_refused() {
         let p = pki();
         let other = rcgen::PublicKeyData::subject_public_key_info(&KeyPair::generate().unwrap());
-        let got = complete_chain(&p.leaf_pem, None, Some(&p.int_pem), &other);
+        let got = complete_chain(&p.leaf_pem, None, Some(&der(&p.int_pem)), &other);
         assert_eq!(got, Err(ChainError::KeyMismatch));
     }
 
