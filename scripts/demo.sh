@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-cargo build --quiet --bin cfssl-issuer --bin simple-cfssl
+cargo build --quiet -p cfssl-issuer -p simple-cfssl --bins
 bin=target/debug
 work=$(mktemp -d)
 pids=()
@@ -12,7 +12,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -r
 trap cleanup EXIT INT TERM
 
 key=0123456789abcdef0123456789abcdef
-"$bin/simple-cfssl" --dir "$work/ca" --key "$key" >"$work/ca.out" 2>"$work/ca.log" &
+"$bin/simple-cfssl" --listen 127.0.0.1:0 --dir "$work/ca" --key "$key" >"$work/ca.out" 2>"$work/ca.log" &
 pids+=($!)
 for _ in $(seq 50); do grep -q '^URL=' "$work/ca.out" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/^URL=//p' "$work/ca.out")

@@ -22,7 +22,10 @@ fn assert_class(result: Result<impl std::fmt::Debug, Error>, want: Class) -> Err
     let err = result.expect_err("expected an error");
     assert_eq!(err.class(), want, "{err}");
     let text = err.to_string();
-    assert!(!text.contains(KEY_HEX) && !text.contains(WRONG_KEY_HEX), "key leaked into {text}");
+    assert!(
+        !text.contains(KEY_HEX) && !text.contains(WRONG_KEY_HEX),
+        "key leaked into {text}"
+    );
     err
 }
 
@@ -35,16 +38,25 @@ async fn sign_ok(backend: Backend) {
     assert_eq!(certs.len(), 2, "leaf then the intermediate");
     openssl_verify(&signed.chain.certificates, &ca.root_pem).unwrap();
     let (_, leaf) = x509_parser::parse_x509_certificate(certs[0].contents()).unwrap();
-    assert_eq!(leaf.public_key().raw, rcgen::PublicKeyData::subject_public_key_info(&key));
+    assert_eq!(
+        leaf.public_key().raw,
+        rcgen::PublicKeyData::subject_public_key_info(&key)
+    );
     let san = leaf.subject_alternative_name().unwrap().unwrap().value;
     assert!(format!("{:?}", san.general_names).contains("svc.example.org"));
     let days = (leaf.validity().not_after.timestamp() - leaf.validity().not_before.timestamp()) / 86400;
-    assert!((29..=31).contains(&days), "server profile is 720h, got {days} days");
+    assert!(
+        (29..=31).contains(&days),
+        "server profile is 720h, got {days} days"
+    );
 }
 
 async fn check_ok(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let health = client(&ca, "intermediate2", "server-short", KEY_HEX).check().await.unwrap();
+    let health = client(&ca, "intermediate2", "server-short", KEY_HEX)
+        .check()
+        .await
+        .unwrap();
     assert_eq!(health.info.expiry, "600s");
     assert_eq!(health.info.endpoint, ca.url);
     assert!(health.info.certificate.contains("BEGIN CERTIFICATE"));
@@ -55,14 +67,20 @@ async fn wrong_key(backend: Backend) {
     let client = client(&ca, "intermediate1", "", WRONG_KEY_HEX);
     let err = assert_class(client.check().await, Class::Issuer(IssuerFault::Credentials));
     assert!(err.to_string().contains("invalid token"), "{err}");
-    assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Issuer(IssuerFault::Credentials));
+    assert_class(
+        client.sign(csr("a.example").0.as_bytes()).await,
+        Class::Issuer(IssuerFault::Credentials),
+    );
 }
 
 async fn unknown_label(backend: Backend) {
     let ca = Ca::start(backend, false).await;
     let client = client(&ca, "nope", "", KEY_HEX);
     assert_class(client.check().await, Class::Issuer(IssuerFault::Config));
-    let err = assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Issuer(IssuerFault::Config));
+    let err = assert_class(
+        client.sign(csr("a.example").0.as_bytes()).await,
+        Class::Issuer(IssuerFault::Config),
+    );
     assert!(err.to_string().contains("\"nope\""), "names the label: {err}");
 }
 
@@ -73,7 +91,10 @@ async fn unknown_profile(backend: Backend) {
     // probe is what finds it.
     let err = assert_class(client.check().await, Class::Issuer(IssuerFault::Config));
     assert!(err.to_string().contains("invalid profile"), "{err}");
-    assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Issuer(IssuerFault::Config));
+    assert_class(
+        client.sign(csr("a.example").0.as_bytes()).await,
+        Class::Issuer(IssuerFault::Config),
+    );
 }
 
 async fn profile_without_auth(backend: Backend) {
@@ -86,7 +107,11 @@ async fn profile_without_auth(backend: Backend) {
 async fn empty_and_garbage_csr(backend: Backend) {
     let ca = Ca::start(backend, false).await;
     let client = client(&ca, "intermediate1", "", KEY_HEX);
-    for bad in ["", "garbage", "-----BEGIN CERTIFICATE REQUEST-----\naGVsbG8=\n-----END CERTIFICATE REQUEST-----\n"] {
+    for bad in [
+        "",
+        "garbage",
+        "-----BEGIN CERTIFICATE REQUEST-----\naGVsbG8=\n-----END CERTIFICATE REQUEST-----\n",
+    ] {
         let err = assert_class(client.sign(bad.as_bytes()).await, Class::Permanent);
         assert!(matches!(err, Error::Csr(_)), "{err}");
     }
@@ -108,7 +133,11 @@ async fn failover_from_dead_first_url(backend: Backend) {
 
 async fn all_urls_dead_is_retryable(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let list = format!("http://127.0.0.1:{},http://127.0.0.1:{}", support::free_port(), support::free_port());
+    let list = format!(
+        "http://127.0.0.1:{},http://127.0.0.1:{}",
+        support::free_port(),
+        support::free_port()
+    );
     let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
     let err = assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Retryable);
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
@@ -130,7 +159,14 @@ async fn tls_with_and_without_ca_bundle(backend: Backend) {
 
 async fn url_that_is_not_cfssl(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let client = Client::new(config(&ca, &format!("{}/not/here", ca.url), "intermediate1", "", KEY_HEX)).unwrap();
+    let client = Client::new(config(
+        &ca,
+        &format!("{}/not/here", ca.url),
+        "intermediate1",
+        "",
+        KEY_HEX,
+    ))
+    .unwrap();
     let err = assert_class(client.check().await, Class::Issuer(IssuerFault::Config));
     assert!(matches!(err, Error::Http { status: 404, .. }), "{err}");
 }
@@ -139,7 +175,11 @@ async fn bundle_gives_chain_and_root(backend: Backend) {
     let ca = Ca::start(backend, false).await;
     let mut config = config(&ca, &ca.url, "intermediate2", "", KEY_HEX);
     config.bundle = true;
-    let signed = Client::new(config).unwrap().sign(csr("bundle.example").0.as_bytes()).await.unwrap();
+    let signed = Client::new(config)
+        .unwrap()
+        .sign(csr("bundle.example").0.as_bytes())
+        .await
+        .unwrap();
     assert_eq!(pem::parse_many(&signed.chain.certificates).unwrap().len(), 2);
     openssl_verify(&signed.chain.certificates, &ca.root_pem).unwrap();
     if ca.supports_bundle {
@@ -164,11 +204,43 @@ macro_rules! conformance {
     };
 }
 
-conformance!(multirootca, Multirootca, [
-    sign_ok, check_ok, wrong_key, unknown_label, unknown_profile, profile_without_auth,
-    empty_and_garbage_csr, failover_from_dead_first_url, all_urls_dead_is_retryable,
-    tls_with_and_without_ca_bundle, url_that_is_not_cfssl, bundle_gives_chain_and_root,
-]);
+conformance!(
+    multirootca,
+    Multirootca,
+    [
+        sign_ok,
+        check_ok,
+        wrong_key,
+        unknown_label,
+        unknown_profile,
+        profile_without_auth,
+        empty_and_garbage_csr,
+        failover_from_dead_first_url,
+        all_urls_dead_is_retryable,
+        tls_with_and_without_ca_bundle,
+        url_that_is_not_cfssl,
+        bundle_gives_chain_and_root,
+    ]
+);
+
+conformance!(
+    simple_cfssl,
+    SimpleCfssl,
+    [
+        sign_ok,
+        check_ok,
+        wrong_key,
+        unknown_label,
+        unknown_profile,
+        profile_without_auth,
+        empty_and_garbage_csr,
+        failover_from_dead_first_url,
+        all_urls_dead_is_retryable,
+        tls_with_and_without_ca_bundle,
+        url_that_is_not_cfssl,
+        bundle_gives_chain_and_root,
+    ]
+);
 
 /// Servers that misbehave are independent of the CA implementation.
 mod misbehaving {
@@ -185,7 +257,10 @@ mod misbehaving {
     async fn hanging_server_times_out() {
         let url = misbehaving_server(Misbehaviour::Hang).await;
         let started = Instant::now();
-        let err = assert_class(client_for(&url, Duration::from_millis(300)).check().await, Class::Retryable);
+        let err = assert_class(
+            client_for(&url, Duration::from_millis(300)).check().await,
+            Class::Retryable,
+        );
         assert!(matches!(err, Error::Timeout { .. }), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5), "did not hang");
     }
@@ -193,15 +268,24 @@ mod misbehaving {
     #[tokio::test]
     async fn non_json_answer_is_malformed_and_retryable() {
         let url = misbehaving_server(Misbehaviour::NotJson).await;
-        let err = assert_class(client_for(&url, Duration::from_secs(5)).check().await, Class::Retryable);
+        let err = assert_class(
+            client_for(&url, Duration::from_secs(5)).check().await,
+            Class::Retryable,
+        );
         assert!(matches!(err, Error::Malformed { .. }), "{err}");
     }
 
     #[tokio::test]
     async fn oversized_answer_is_cut_off() {
         let url = misbehaving_server(Misbehaviour::Oversized(8 << 20)).await;
-        let err = assert_class(client_for(&url, Duration::from_secs(5)).check().await, Class::Retryable);
-        assert!(matches!(err, Error::TooLarge { limit, .. } if limit == 1 << 20), "{err}");
+        let err = assert_class(
+            client_for(&url, Duration::from_secs(5)).check().await,
+            Class::Retryable,
+        );
+        assert!(
+            matches!(err, Error::TooLarge { limit, .. } if limit == 1 << 20),
+            "{err}"
+        );
     }
 
     #[tokio::test]

@@ -208,19 +208,22 @@ mod tests {
         certificates_in(pem_text).map(|d| d.len()).unwrap_or(0)
     }
 
+    /// (name, leaf, bundle, signer, want certificates, want ca)
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<(&'a str, Option<&'a str>)>,
+        Option<&'a str>,
+        usize,
+        Option<&'a str>,
+    );
+
     #[test]
     fn chain_completion_table() {
         let p = pki();
         let bundle = format!("{}{}", p.leaf_pem, p.int_pem);
         // (name, leaf, bundle, signer, want certificates, want ca)
-        let cases: Vec<(
-            &str,
-            &str,
-            Option<(&str, Option<&str>)>,
-            Option<&str>,
-            usize,
-            Option<&str>,
-        )> = vec![
+        let cases: Vec<Case> = vec![
             (
                 "intermediate signer is appended",
                 &p.leaf_pem,

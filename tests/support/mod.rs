@@ -33,7 +33,7 @@ pub struct Ca {
 
 enum Guard {
     Multirootca(tempfile::TempDir),
-    Simple(Option<()>),
+    Simple(Option<simple_cfssl::Running>),
 }
 
 impl Drop for Guard {
@@ -49,7 +49,11 @@ pub fn lab_script() -> PathBuf {
 }
 
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Ca {
@@ -63,7 +67,7 @@ impl Ca {
 
     pub fn issued_count(&self) -> Option<u64> {
         match &self._guard {
-            Guard::Simple(Some(_)) => None,
+            Guard::Simple(Some(running)) => Some(running.issued_count()),
             _ => None,
         }
     }
@@ -77,11 +81,19 @@ fn start_multirootca(tls: bool) -> Ca {
     if tls {
         cmd.arg("tls");
     }
-    let out = cmd.output().expect("run scripts/multirootca-lab.sh (is golang-cfssl installed?)");
-    assert!(out.status.success(), "multirootca lab failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .output()
+        .expect("run scripts/multirootca-lab.sh (is golang-cfssl installed?)");
+    assert!(
+        out.status.success(),
+        "multirootca lab failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = String::from_utf8(out.stdout).unwrap();
     let field = |name: &str| {
-        line.split_whitespace().find_map(|kv| kv.strip_prefix(name)).unwrap_or_else(|| panic!("{name} in {line}"))
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name))
+            .unwrap_or_else(|| panic!("{name} in {line}"))
     };
     let root_pem = std::fs::read_to_string(field("CA=")).unwrap();
     Ca {
@@ -94,7 +106,19 @@ fn start_multirootca(tls: bool) -> Ca {
     }
 }
 
-async fn start_simple(_tls: bool) -> Ca { unimplemented!() }
+async fn start_simple(tls: bool) -> Ca {
+    let mut config = simple_cfssl::Config::test_default(KEY_HEX);
+    config.tls = tls;
+    let running = simple_cfssl::spawn(config).await.expect("start simple-cfssl");
+    Ca {
+        backend: Backend::SimpleCfssl,
+        url: running.url.clone(),
+        root_pem: running.root_pem.clone(),
+        tls_ca_pem: running.tls_ca_pem.clone(),
+        supports_bundle: true,
+        _guard: Guard::Simple(Some(running)),
+    }
+}
 
 /// A fresh ECDSA key and a PEM CSR for `dns`.
 pub fn csr(dns: &str) -> (String, rcgen::KeyPair) {
@@ -127,7 +151,11 @@ pub fn openssl_verify(chain_pem: &str, root_pem: &str) -> Result<(), String> {
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
     }
 }
 
@@ -150,7 +178,9 @@ pub async fn misbehaving_server(how: Misbehaviour) -> String {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
         loop {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 64 * 1024];
                 let _ = sock.read(&mut buf).await;
@@ -163,11 +193,16 @@ pub async fn misbehaving_server(how: Misbehaviour) -> String {
                     }
                     Misbehaviour::ServiceUnavailable => {
                         let body = "<html>503 Service Unavailable</html>";
-                        let head = format!("HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n", body.len());
+                        let head = format!(
+                            "HTTP/1.1 503 Service Unavailable\r\ncontent-length: {}\r\n\r\n",
+                            body.len()
+                        );
                         let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
                     }
                     Misbehaviour::Oversized(n) => {
-                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n").await;
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n")
+                            .await;
                         let chunk = vec![b'x'; 16 * 1024];
                         let mut sent = 0;
                         while sent < n {
