@@ -7,6 +7,7 @@ pub mod api;
 pub mod cfssl;
 pub mod cli;
 pub mod controllers;
+pub mod manager;
 pub mod pki;
 pub mod telemetry;
 

@@ -2,18 +2,24 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cfssl_issuer::cli;
+use cfssl_issuer::{cli, manager};
 
 /// cert-manager external issuer backed by a CFSSL multirootca CA.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    #[command(flatten)]
+    run: manager::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the controllers against the cluster in KUBECONFIG or in-cluster (the default).
+    Run(manager::RunArgs),
+    /// Print the Issuer and ClusterIssuer CRDs as YAML.
+    Crd,
     /// Check that a CFSSL CA accepts a label, profile and key (health + credential probe).
     Check(cli::CfsslArgs),
     /// Sign a CSR with a CFSSL CA and print the PEM chain.
@@ -23,9 +29,21 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     cfssl_issuer::install_crypto_provider();
-    cfssl_issuer::telemetry::init_cli_logging();
-    match Cli::parse().command {
-        Command::Check(args) => cli::check(args).await,
-        Command::Sign(args) => cli::sign(args).await,
+    let cli = Cli::parse();
+    match cli.command {
+        None => manager::run(cli.run).await,
+        Some(Command::Run(args)) => manager::run(args).await,
+        Some(Command::Crd) => {
+            print!("{}", cfssl_issuer::api::crds_yaml());
+            ExitCode::SUCCESS
+        }
+        Some(Command::Check(args)) => {
+            cfssl_issuer::telemetry::init_cli_logging();
+            cli::check(args).await
+        }
+        Some(Command::Sign(args)) => {
+            cfssl_issuer::telemetry::init_cli_logging();
+            cli::sign(args).await
+        }
     }
 }

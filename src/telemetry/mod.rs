@@ -10,3 +10,16 @@ pub fn init_cli_logging() {
         .with_writer(std::io::stderr)
         .try_init();
 }
+
+/// Logging for the manager: `RUST_LOG` (default `info`), as text or one JSON object per line.
+pub fn init_logging(json: bool) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        builder.json().flatten_event(true).try_init()
+    } else {
+        builder.try_init()
+    };
+}

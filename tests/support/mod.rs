@@ -3,6 +3,8 @@
 //! independent chain check with `openssl verify`.
 #![allow(dead_code)]
 
+pub mod apimock;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -1,0 +1,334 @@
+//! `Certificate`: the desired X.509 certificate and the Secret it is kept in.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{IssuerRef, Unknown, is_true};
+
+/// The certificate wanted, where to keep it, and when to renew it.
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "cert-manager.io",
+    version = "v1",
+    kind = "Certificate",
+    namespaced,
+    status = "CertificateStatus",
+    derive = "PartialEq",
+    shortname = "cert",
+    shortname = "certs"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateSpec {
+    /// The Secret that receives `tls.crt`, `tls.key` and `ca.crt`.
+    pub secret_name: String,
+    pub issuer_ref: IssuerRef,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub common_name: String,
+    /// RFC 4514 subject, used instead of `commonName` and `subject`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub literal_subject: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<X509Subject>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_names: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_addresses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uris: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub email_addresses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_names: Vec<OtherName>,
+    /// Go duration; cert-manager's default is 90 days.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Go duration before expiry at which to renew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_before: Option<String>,
+    /// Renew when this percentage of the lifetime is left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_before_percentage: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal: Option<Renewal>,
+    #[serde(default, rename = "isCA", skip_serializing_if = "std::ops::Not::not")]
+    pub is_ca: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usages: Vec<String>,
+    /// Whether usages go into the CSR; cert-manager means `true` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encode_usages_in_request: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<PrivateKey>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub signature_algorithm: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_template: Option<SecretTemplate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keystores: Option<Keystores>,
+    /// CertificateRequests kept per Certificate; 1 when absent (cert-manager ≥ 1.18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_history_limit: Option<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_output_formats: Vec<AdditionalOutputFormat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_constraints: Option<NameConstraints>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct X509Subject {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub organizations: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub countries: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub organizational_units: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub localities: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provinces: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub street_addresses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub postal_codes: Vec<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub serial_number: String,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A SAN `otherName`: an OID and its UTF-8 value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OtherName {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub oid: String,
+    #[serde(default, rename = "utf8Value", skip_serializing_if = "String::is_empty")]
+    pub utf8_value: String,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Renewal policy (`RenewBefore` or `Disabled`) and optional cron windows.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Renewal {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<RenewalWindow>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RenewalWindow {
+    pub cron: String,
+    /// IANA time zone of `cron`; UTC when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub timezone: String,
+    /// Go duration of the window.
+    pub window_duration: String,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// Key algorithm (`RSA`, `ECDSA`, `Ed25519`), size, encoding (`PKCS1`, `PKCS8`) and rotation
+/// (`Always`, `Never`); empty means cert-manager's default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PrivateKey {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rotation_policy: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub encoding: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub algorithm: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub size: i64,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// Labels and annotations copied onto the certificate's Secret.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretTemplate {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Keystores {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jks: Option<JksKeystore>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkcs12: Option<Pkcs12Keystore>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JksKeystore {
+    pub create: bool,
+    /// Alias of the key entry; `certificate` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<SecretKeySelector>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pkcs12Keystore {
+    pub create: bool,
+    /// `LegacyRC2` (default), `LegacyDES`, `Modern2023` or `Modern2026`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub profile: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_secret_ref: Option<SecretKeySelector>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A key of a Secret in the Certificate's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeySelector {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// An extra file in the Secret: `DER` (`key.der`) or `CombinedPEM` (`tls-combined.pem`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdditionalOutputFormat {
+    #[serde(rename = "type")]
+    pub type_: String,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// X.509 name constraints for a CA certificate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NameConstraints {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permitted: Option<NameConstraintItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<NameConstraintItem>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NameConstraintItem {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_domains: Vec<String>,
+    /// CIDR ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_ranges: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub email_addresses: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub uri_domains: Vec<String>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// What the certificates controllers last recorded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateStatus {
+    /// `Ready` and `Issuing`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<CertificateCondition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renewal_time: Option<Time>,
+    /// Revision of the certificate now in the Secret; each issuance adds one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    /// The Secret holding the private key for the next issuance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_private_key_secret_name: Option<String>,
+    /// Consecutive failed issuances, for back-off; cleared on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_issuance_attempts: Option<i64>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+/// A Certificate condition; `observedGeneration` is the generation it was computed for.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateCondition {
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(flatten)]
+    pub unknown: Unknown,
+}
+
+impl CertificateCondition {
+    pub fn is_true(&self) -> bool {
+        is_true(&self.status)
+    }
+}
+
+impl Certificate {
+    /// The condition of `type_`, if there is a status and it has one.
+    pub fn condition(&self, type_: &str) -> Option<&CertificateCondition> {
+        self.status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
+    }
+
+    /// Whether the condition of `type_` is present with status `True`.
+    pub fn has_true(&self, type_: &str) -> bool {
+        self.condition(type_).is_some_and(CertificateCondition::is_true)
+    }
+}

@@ -1,0 +1,135 @@
+//! The issuer's credential Secret: read one Secret when needed, never cache Secrets.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use super::issuer::decide::SecretProblem;
+use crate::cfssl::AuthKey;
+
+/// Secret entry holding the hex HMAC key (the Go issuer's name).
+pub const KEY: &str = "key";
+/// Optional Secret entry mixed into every token.
+pub const ADDITIONAL_DATA: &str = "additional_data";
+
+/// A usable key and the Secret version it came from, so clients built on it can be reused until
+/// the Secret changes.
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub key: AuthKey,
+    pub version: String,
+}
+
+/// Reads `namespace/name` and turns it into credentials.
+pub async fn read(client: &kube::Client, namespace: &str, name: &str) -> Result<Credentials, SecretProblem> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(name).await {
+        Ok(Some(secret)) => from_secret(&secret, namespace, name),
+        Ok(None) => Err(SecretProblem::NotFound {
+            namespace: namespace.into(),
+            name: name.into(),
+        }),
+        Err(err) => Err(SecretProblem::Unreadable {
+            namespace: namespace.into(),
+            name: name.into(),
+            detail: err.to_string(),
+        }),
+    }
+}
+
+/// Pure: the credentials in a Secret. Surrounding whitespace and a trailing newline around the
+/// key are tolerated (`echo ... | kubectl create secret --from-file` leaves one).
+pub fn from_secret(secret: &Secret, namespace: &str, name: &str) -> Result<Credentials, SecretProblem> {
+    let entry = |key: &str| {
+        secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .map(|b| b.0.as_slice())
+    };
+    let hex_key = entry(KEY).ok_or_else(|| SecretProblem::MissingKey {
+        namespace: namespace.into(),
+        name: name.into(),
+        key: KEY,
+    })?;
+    let invalid = |detail: String| SecretProblem::InvalidKey {
+        namespace: namespace.into(),
+        name: name.into(),
+        detail,
+    };
+    let hex_key = std::str::from_utf8(hex_key).map_err(|_| invalid(format!("{KEY:?} is not text")))?;
+    let mut key = AuthKey::from_hex(hex_key).map_err(|e| invalid(format!("{KEY:?}: {e}")))?;
+    if let Some(extra) = entry(ADDITIONAL_DATA) {
+        key = key.with_additional_data(extra.to_vec());
+    }
+    Ok(Credentials {
+        key,
+        version: secret.metadata.resource_version.clone().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+    use std::collections::BTreeMap;
+
+    fn secret(entries: &[(&str, &[u8])]) -> Secret {
+        Secret {
+            data: Some(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.to_vec())))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn secret_table() {
+        let good = b"0123456789abcdef0123456789abcdef";
+        type Want = fn(&Result<Credentials, SecretProblem>) -> bool;
+        let cases: Vec<(&str, Secret, Want)> = vec![
+            ("plain key", secret(&[("key", good)]), |r| r.is_ok()),
+            (
+                "trailing newline and spaces",
+                secret(&[("key", b"  0123456789abcdef0123456789abcdef\n")]),
+                |r| r.is_ok(),
+            ),
+            (
+                "with additional data",
+                secret(&[("key", good), ("additional_data", b"x")]),
+                |r| r.is_ok(),
+            ),
+            ("no data at all", Secret::default(), |r| {
+                matches!(r, Err(SecretProblem::MissingKey { .. }))
+            }),
+            ("wrong entry name", secret(&[("hmac", good)]), |r| {
+                matches!(r, Err(SecretProblem::MissingKey { .. }))
+            }),
+            ("not hex", secret(&[("key", b"not-a-hex-key")]), |r| {
+                matches!(r, Err(SecretProblem::InvalidKey { .. }))
+            }),
+            ("not utf-8", secret(&[("key", &[0xff, 0xfe])]), |r| {
+                matches!(r, Err(SecretProblem::InvalidKey { .. }))
+            }),
+        ];
+        for (name, s, want) in cases {
+            let got = from_secret(&s, "ns", "creds");
+            assert!(want(&got), "{name}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn additional_data_changes_the_token() {
+        let plain = from_secret(&secret(&[("key", b"00ff")]), "ns", "s").unwrap();
+        let extra = from_secret(&secret(&[("key", b"00ff"), ("additional_data", b"x")]), "ns", "s").unwrap();
+        assert_ne!(plain.key.token(b"m"), extra.key.token(b"m"));
+    }
+
+    #[test]
+    fn errors_never_carry_the_key() {
+        let err = from_secret(&secret(&[("key", b"zz0123456789abcdef")]), "ns", "s").unwrap_err();
+        assert!(!err.to_string().contains("0123456789abcdef"), "{err}");
+    }
+}

@@ -1,0 +1,242 @@
+//! The reconcilers end to end against real CAs (multirootca and simple-cfssl), with the API
+//! server scripted: an issuer is checked, a request is signed, and every failure lands on the
+//! right resource with the right outcome.
+
+mod support;
+
+use std::sync::Arc;
+
+use base64::Engine;
+use cfssl_issuer::api::GROUP;
+use cfssl_issuer::api::certmanager::CertificateRequest;
+use cfssl_issuer::controllers::{Recheck, certificaterequest, issuer};
+use kube::runtime::controller::Action;
+use serde_json::{Value, json};
+use support::apimock::*;
+use support::{Backend, Ca, KEY_HEX, WRONG_KEY_HEX, csr, openssl_verify};
+
+const CR_PATH: &str = "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests/web";
+const ISSUER_PATH: &str = "/apis/cfssl-issuer.wikimedia.org/v1alpha1/namespaces/apps/issuers/ca";
+
+fn approved_request(csr_pem: &str) -> CertificateRequest {
+    with_csr(
+        request(
+            "web",
+            GROUP,
+            "Issuer",
+            json!([{"type": "Approved", "status": "True", "reason": "cert-manager.io"}]),
+        ),
+        csr_pem,
+    )
+}
+
+fn ca_issuer(ca: &Ca, profile: &str) -> cfssl_issuer::api::Issuer {
+    let mut i = issuer("apps", "ca", &ca.url);
+    i.spec.profile = Some(profile.into());
+    i
+}
+
+fn decode(field: &Value) -> String {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(field.as_str().unwrap())
+        .unwrap();
+    String::from_utf8(bytes).unwrap()
+}
+
+async fn issuer_check(backend: Backend, key: &str, profile: &str) -> (Value, Action) {
+    let ca = Ca::start(backend, false).await;
+    let (ctx, mut api) = context(vec![], vec![]);
+    let issuer = ca_issuer(&ca, profile);
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(key, "1")).await;
+    let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
+    let condition = body["status"]["conditions"][0].clone();
+    expect_event(&mut api, "apps", condition["reason"].as_str().unwrap()).await;
+    (condition, task.await.unwrap().unwrap())
+}
+
+async fn happy_path(backend: Backend) {
+    let ca = Ca::start(backend, false).await;
+    let (ctx, mut api) = context(vec![checked(ca_issuer(&ca, "server"))], vec![]);
+    let (csr_pem, key) = csr("web.apps.example.org");
+    let cr = approved_request(&csr_pem);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", "Issued").await;
+    assert_eq!(task.await.unwrap().unwrap(), Action::await_change());
+
+    let ready = &body["status"]["conditions"][0];
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("True"), Some("Issued"))
+    );
+    let chain = decode(&body["status"]["certificate"]);
+    openssl_verify(&chain, &ca.root_pem).expect("chain verifies to the CFSSL root");
+    let leaf = pem::parse_many(&chain).unwrap().remove(0);
+    let (_, cert) = x509_parser::parse_x509_certificate(leaf.contents()).unwrap();
+    assert_eq!(
+        cert.public_key().raw,
+        rcgen::PublicKeyData::subject_public_key_info(&key)
+    );
+    assert_eq!(ca.issued_count().unwrap_or(1), 1);
+}
+
+async fn wrong_key_makes_the_issuer_not_ready(backend: Backend) {
+    let (condition, action) = issuer_check(backend, WRONG_KEY_HEX, "server").await;
+    assert_eq!(
+        (condition["status"].as_str(), condition["reason"].as_str()),
+        (Some("False"), Some("InvalidCredentials"))
+    );
+    assert!(condition["message"].as_str().unwrap().contains("invalid token"));
+    assert_eq!(action, Action::requeue(std::time::Duration::from_secs(1)));
+}
+
+async fn unknown_profile_makes_the_issuer_not_ready(backend: Backend) {
+    let (condition, _) = issuer_check(backend, KEY_HEX, "no-such-profile").await;
+    assert_eq!(condition["reason"], "InvalidConfig", "{condition}");
+}
+
+async fn right_key_makes_the_issuer_ready(backend: Backend) {
+    let (condition, action) = issuer_check(backend, KEY_HEX, "server").await;
+    assert_eq!(
+        (condition["status"].as_str(), condition["reason"].as_str()),
+        (Some("True"), Some("Checked"))
+    );
+    assert_eq!(action, Action::requeue(std::time::Duration::from_secs(60)));
+}
+
+async fn garbage_csr_fails_for_good(backend: Backend) {
+    let ca = Ca::start(backend, false).await;
+    let (ctx, mut api) = context(vec![checked(ca_issuer(&ca, "server"))], vec![]);
+    let cr = approved_request(
+        "-----BEGIN CERTIFICATE REQUEST-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE REQUEST-----\n",
+    );
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", "PermanentError").await;
+    assert_eq!(
+        task.await.unwrap().unwrap(),
+        Action::await_change(),
+        "not retried"
+    );
+    assert_eq!(body["status"]["conditions"][0]["reason"], "Failed");
+    assert!(body["status"]["failureTime"].is_string());
+    assert_eq!(ca.issued_count().unwrap_or(0), 0);
+}
+
+async fn key_rotated_at_the_ca_blames_the_issuer(backend: Backend) {
+    let ca = Ca::start(backend, false).await;
+    let (ctx, mut api, mut rechecks) = context_with_rechecks(vec![checked(ca_issuer(&ca, "server"))], vec![]);
+    let (csr_pem, _) = csr("web.apps.example.org");
+    let cr = approved_request(&csr_pem);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(WRONG_KEY_HEX, "2")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", "IssuerNotReady").await;
+    task.await.unwrap().unwrap();
+    let ready = &body["status"]["conditions"][0];
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("False"), Some("Pending"))
+    );
+    assert!(
+        body["status"].get("failureTime").is_none(),
+        "an issuer fault never fails the request"
+    );
+    let recheck = rechecks.try_recv().expect("the issuer is re-checked at once");
+    assert_eq!(recheck.name, "ca");
+    assert!(matches!(
+        recheck,
+        Recheck {
+            kind: cfssl_issuer::api::IssuerKind::Issuer,
+            ..
+        }
+    ));
+}
+
+macro_rules! scenarios {
+    ($module:ident, $backend:ident, [$($case:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[tokio::test]
+                async fn $case() {
+                    super::$case(super::Backend::$backend).await;
+                }
+            )*
+        }
+    };
+}
+
+scenarios!(
+    multirootca,
+    Multirootca,
+    [
+        happy_path,
+        wrong_key_makes_the_issuer_not_ready,
+        unknown_profile_makes_the_issuer_not_ready,
+        right_key_makes_the_issuer_ready,
+        garbage_csr_fails_for_good,
+        key_rotated_at_the_ca_blames_the_issuer,
+    ]
+);
+scenarios!(
+    simple_cfssl,
+    SimpleCfssl,
+    [
+        happy_path,
+        wrong_key_makes_the_issuer_not_ready,
+        unknown_profile_makes_the_issuer_not_ready,
+        right_key_makes_the_issuer_ready,
+        garbage_csr_fails_for_good,
+        key_rotated_at_the_ca_blames_the_issuer,
+    ]
+);
+
+/// CA outage and recovery: the request stays Pending with a retry, then is issued.
+#[tokio::test]
+async fn ca_down_then_up() {
+    let ca = ::simple_cfssl::spawn(::simple_cfssl::Config::test_default(KEY_HEX))
+        .await
+        .unwrap();
+    let mut issuer = issuer("apps", "ca", &ca.url);
+    issuer.spec.profile = Some("server".into());
+    let (ctx, mut api) = context(vec![checked(issuer)], vec![]);
+    let (csr_pem, _) = csr("web.apps.example.org");
+    let cr = approved_request(&csr_pem);
+
+    ca.set_available(false);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", "RetryableError").await;
+    assert_eq!(
+        task.await.unwrap().unwrap(),
+        Action::requeue(std::time::Duration::from_secs(1))
+    );
+    let pending = body["status"]["conditions"][0].clone();
+    assert_eq!(pending["reason"], "Pending");
+    assert!(
+        pending["message"].as_str().unwrap().contains("will retry"),
+        "{pending}"
+    );
+
+    ca.set_available(true);
+    let mut retried = cr.clone();
+    retried.status = serde_json::from_value(json!({"conditions": [
+        {"type": "Approved", "status": "True"}, pending,
+    ]}))
+    .unwrap();
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(retried.clone()),
+        ctx.clone(),
+    ));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&retried).unwrap()).await;
+    expect_event(&mut api, "apps", "Issued").await;
+    task.await.unwrap().unwrap();
+    assert_eq!(body["status"]["conditions"][0]["reason"], "Issued");
+    assert_eq!(ca.issued_count(), 1);
+    ca.shutdown();
+}

@@ -1,0 +1,239 @@
+//! The act step of each reconciler, checked request by request against a scripted API server
+//! (tower-test): exact paths, server-side apply bodies, Secrets read from the right namespace,
+//! nothing written for requests that are not ours.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cfssl_issuer::api::GROUP;
+use cfssl_issuer::controllers::{certificaterequest, issuer};
+use http::{Method, StatusCode};
+use serde_json::json;
+use support::apimock::*;
+
+#[tokio::test]
+async fn foreign_requests_are_never_touched() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    for (group, kind) in [
+        ("cert-manager.io", "Issuer"),
+        ("example.com", "ClusterIssuer"),
+        ("", ""),
+    ] {
+        let cr = request(
+            "foreign",
+            group,
+            kind,
+            json!([{"type": "Approved", "status": "True"}]),
+        );
+        certificaterequest::reconcile(Arc::new(cr), ctx.clone())
+            .await
+            .unwrap();
+    }
+    no_more_requests(&mut handle).await;
+}
+
+#[tokio::test]
+async fn unapproved_requests_wait_without_a_write() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let cr = request("waiting", GROUP, "Issuer", json!([]));
+    certificaterequest::reconcile(Arc::new(cr), ctx.clone())
+        .await
+        .unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+#[tokio::test]
+async fn denied_request_fails_with_one_apply_that_leaves_approval_conditions_alone() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let cr = request(
+        "denied",
+        GROUP,
+        "",
+        json!([{"type": "Denied", "status": "True", "reason": "Policy", "message": "no"}]),
+    );
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.clone()));
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(method, Method::PATCH);
+    assert_eq!(
+        uri,
+        "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests/denied/status?&force=true&fieldManager=cfssl-issuer"
+    );
+    assert_eq!(body["apiVersion"], "cert-manager.io/v1");
+    assert_eq!(body["kind"], "CertificateRequest");
+    let conditions = body["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1, "only our Ready condition is applied: {body}");
+    assert_eq!(conditions[0]["type"], "Ready");
+    assert_eq!(conditions[0]["status"], "False");
+    assert_eq!(conditions[0]["reason"], "Denied");
+    assert_eq!(body["status"]["failureTime"], "2026-11-22T10:00:00Z");
+    assert!(body["status"].get("certificate").is_none());
+    answer(
+        send,
+        StatusCode::OK,
+        &serde_json::to_value(request("denied", GROUP, "", json!([]))).unwrap(),
+    );
+    expect_event(&mut handle, "apps", "Denied").await;
+    task.await.unwrap().unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+#[tokio::test]
+async fn unknown_kind_of_our_group_fails() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let cr = request(
+        "odd",
+        GROUP,
+        "Signer",
+        json!([{"type": "Approved", "status": "True"}]),
+    );
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let (_, uri, body, send) = next(&mut handle).await;
+    assert!(uri.contains("/certificaterequests/odd/status"));
+    assert_eq!(body["status"]["conditions"][0]["reason"], "Failed");
+    assert!(
+        body["status"]["conditions"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Signer")
+    );
+    answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
+    expect_event(&mut handle, "apps", "PermanentError").await;
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn missing_issuer_leaves_the_request_pending() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let cr = request(
+        "orphan",
+        GROUP,
+        "ClusterIssuer",
+        json!([{"type": "Approved", "status": "True"}]),
+    );
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let (_, _, body, send) = next(&mut handle).await;
+    let ready = &body["status"]["conditions"][0];
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("False"), Some("Pending"))
+    );
+    assert!(
+        ready["message"]
+            .as_str()
+            .unwrap()
+            .contains("ClusterIssuer \"ca\" not found")
+    );
+    assert!(body["status"].get("failureTime").is_none());
+    answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
+    expect_event(&mut handle, "apps", "IssuerNotFound").await;
+    task.await.unwrap().unwrap();
+
+    // Reconciling the same state again writes nothing.
+    let mut pending = cr.clone();
+    pending.status = serde_json::from_value(json!({"conditions": [
+        {"type": "Approved", "status": "True"},
+        body["status"]["conditions"][0].clone(),
+    ]}))
+    .unwrap();
+    certificaterequest::reconcile(Arc::new(pending), ctx.clone())
+        .await
+        .unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+#[tokio::test]
+async fn issuer_secret_is_read_from_the_issuer_namespace() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let issuer = issuer("team-a", "ca", "http://127.0.0.1:1");
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/team-a/secrets/creds")
+    );
+    not_found(send);
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(method, Method::PATCH);
+    assert_eq!(
+        uri,
+        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/namespaces/team-a/issuers/ca/status?&force=true&fieldManager=cfssl-issuer"
+    );
+    let ready = &body["status"]["conditions"][0];
+    assert_eq!(ready["reason"], "SecretNotFound");
+    assert_eq!(ready["observedGeneration"], 3);
+    assert!(ready["message"].as_str().unwrap().contains("team-a/creds"));
+    answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
+    expect_event(&mut handle, "team-a", "SecretNotFound").await;
+    let action = task.await.unwrap().unwrap();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(Duration::from_secs(1)),
+        "backoff starts at 1 s"
+    );
+}
+
+#[tokio::test]
+async fn cluster_issuer_secret_is_read_from_the_cluster_resource_namespace() {
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let issuer = cluster_issuer("shared", "http://127.0.0.1:1");
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let (_, uri, _, send) = next(&mut handle).await;
+    assert_eq!(uri, format!("/api/v1/namespaces/{CLUSTER_NS}/secrets/creds"));
+    answer(
+        send,
+        StatusCode::OK,
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "resourceVersion": "7"},
+                "data": {"key": "bm90LWhleA=="}}),
+    );
+    let (_, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        uri,
+        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/clusterissuers/shared/status?&force=true&fieldManager=cfssl-issuer"
+    );
+    assert_eq!(body["kind"], "ClusterIssuer");
+    assert_eq!(body["status"]["conditions"][0]["reason"], "InvalidCredentials");
+    answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
+    // Events for cluster-scoped objects go to the default namespace.
+    expect_event(&mut handle, "default", "InvalidCredentials").await;
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not_rewritten() {
+    let ca = simple_cfssl::spawn(simple_cfssl::Config::test_default(
+        "0123456789abcdef0123456789abcdef",
+    ))
+    .await
+    .unwrap();
+    let (ctx, mut handle) = context(vec![], vec![]);
+    let mut issuer = issuer("team-a", "ca", &ca.url);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "resourceVersion": "1"},
+                        "data": {"key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYK"}});
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let (_, _, _, send) = next(&mut handle).await;
+    answer(send, StatusCode::OK, &secret);
+    let (_, _, body, send) = next(&mut handle).await;
+    let ready = body["status"]["conditions"][0].clone();
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("True"), Some("Checked"))
+    );
+    answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
+    expect_event(&mut handle, "team-a", "Checked").await;
+    let action = task.await.unwrap().unwrap();
+    assert_eq!(
+        action,
+        kube::runtime::controller::Action::requeue(Duration::from_secs(60))
+    );
+
+    // Next round: same answer, so only the Secret read happens.
+    issuer.status = serde_json::from_value(json!({"conditions": [ready]})).unwrap();
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer), ctx.clone()));
+    let (_, _, _, send) = next(&mut handle).await;
+    answer(send, StatusCode::OK, &secret);
+    task.await.unwrap().unwrap();
+    no_more_requests(&mut handle).await;
+    ca.shutdown();
+}
