@@ -1,13 +1,19 @@
 //! `cfssl-issuer run`: the long-running manager. Flags keep the Go cfssl-issuer's names where
 //! they overlap, so a Deployment's args carry over.
 
+use std::future::Future;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use futures::FutureExt;
+
 use crate::controllers::{self, Config};
+use crate::telemetry::{Health, Metrics, Role, server};
 
 /// Where the service account's namespace is mounted in a pod.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -35,6 +41,34 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Address of the Prometheus `/metrics` endpoint.
+    #[arg(long, default_value = "0.0.0.0:8080", value_parser = parse_addr)]
+    pub metrics_addr: SocketAddr,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(long, default_value = "0.0.0.0:8081", value_parser = parse_addr)]
+    pub health_addr: SocketAddr,
+    /// Reconcile only while holding a coordination.k8s.io Lease, so replicas never act twice.
+    #[arg(long)]
+    pub enable_leader_election: bool,
+    /// Namespace of the Lease [default: the cluster resource namespace].
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// Name of the Lease; the Go cfssl-issuer's, so old and new never lead at once during a switch.
+    #[arg(long, default_value = "51059ce8.wikimedia.org")]
+    pub leader_election_id: String,
+    /// How long a Lease stays valid without renewal; a standby takes over within this time.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_election_lease_duration: Duration,
+}
+
+/// Go-style listen addresses: `:8080` means every interface.
+pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let full = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_string()
+    };
+    full.parse().map_err(|e| format!("{text:?}: {e}"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -101,13 +135,157 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::cli::EXIT_USAGE);
         }
     };
-    match controllers::run(client, config, controllers::system_clock(), shutdown_signal()).await {
+    let metrics = Arc::new(Metrics::default());
+    let health = Arc::new(Health::new(if args.enable_leader_election {
+        Role::Standby
+    } else {
+        Role::Alone
+    }));
+    let (stop_servers, servers_stopped) = tokio::sync::watch::channel(false);
+    let servers_stop = async move {
+        let mut rx = servers_stopped;
+        let _ = rx.wait_for(|s| *s).await;
+    }
+    .shared();
+    match server::serve(
+        args.metrics_addr,
+        args.health_addr,
+        metrics.clone(),
+        health.clone(),
+        servers_stop,
+    )
+    .await
+    {
+        Ok((m, h)) => tracing::info!(metrics = %m, health = %h, "serving metrics and probes"),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot listen for metrics or probes");
+            return ExitCode::from(crate::cli::EXIT_USAGE);
+        }
+    }
+    let signal = shutdown_signal().boxed().shared();
+    let run_controllers = {
+        let (client, health) = (client.clone(), health.clone());
+        move |stop: futures::future::BoxFuture<'static, ()>| {
+            controllers::run(client, config, controllers::system_clock(), metrics, health, stop)
+        }
+    };
+    let code = if args.enable_leader_election {
+        let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
+            args.config()
+                .map(|c| c.cluster_resource_namespace)
+                .unwrap_or_default()
+        });
+        let lease = Lease {
+            name: args.leader_election_id.clone(),
+            namespace,
+            duration: args.leader_election_lease_duration,
+        };
+        lead_then_run(client, lease, health, signal, run_controllers).await
+    } else {
+        finish(run_controllers(signal.boxed()).await)
+    };
+    let _ = stop_servers.send(true);
+    code
+}
+
+fn finish(result: Result<(), controllers::RunError>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Which Lease to hold.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub name: String,
+    pub namespace: String,
+    pub duration: Duration,
+}
+
+/// Waits for the Lease, reconciles while holding it, and releases it on shutdown. Losing it
+/// stops reconciling at once and exits non-zero so the pod restarts as a candidate, as
+/// client-go's leader election does.
+pub async fn lead_then_run<F, Fut>(
+    client: kube::Client,
+    lease: Lease,
+    health: Arc<Health>,
+    signal: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+    run_controllers: F,
+) -> ExitCode
+where
+    F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
+    Fut: Future<Output = Result<(), controllers::RunError>>,
+{
+    let identity = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "cfssl-issuer".into());
+    let identity = format!("{identity}_{}", std::process::id());
+    let duration = lease.duration.as_secs().max(2);
+    let manager = match kube_lease_manager::LeaseManagerBuilder::new(client, &lease.name)
+        .with_namespace(&lease.namespace)
+        .with_identity(&identity)
+        .with_duration(duration)
+        .with_grace((duration / 3).max(1))
+        .with_field_manager(controllers::FIELD_MANAGER)
+        .build()
+        .await
+    {
+        Ok(m) => m,
+        Err(err) => {
+            tracing::error!(error = %err, lease = %lease.name, "cannot set up leader election");
+            health.set_role(Role::Lost);
+            return ExitCode::FAILURE;
+        }
+    };
+    let (mut leading, watcher) = manager.watch().await;
+    tracing::info!(lease = %format!("{}/{}", lease.namespace, lease.name), %identity, "waiting to lead");
+    let won = tokio::select! {
+        won = leading.wait_for(|l| *l) => Some(won.is_ok()),
+        _ = signal.clone() => None,
+    };
+    match won {
+        Some(true) => {}
+        Some(false) => {
+            tracing::error!("leader election stopped");
+            health.set_role(Role::Lost);
+            return ExitCode::FAILURE;
+        }
+        None => {
+            drop(leading);
+            let _ = watcher.await;
+            return ExitCode::SUCCESS;
+        }
+    }
+    tracing::info!(%identity, "leading: starting controllers");
+    health.set_role(Role::Leader);
+    let lost = {
+        let mut leading = leading.clone();
+        async move {
+            let _ = leading.wait_for(|l| !*l).await;
+        }
+    }
+    .shared();
+    let stop = futures::future::select(signal.boxed(), lost.clone().boxed())
+        .map(|_| ())
+        .boxed();
+    let result = run_controllers(stop).await;
+    if lost.peek().is_some() {
+        tracing::error!("lost the lease: stopped reconciling; exiting to restart as a candidate");
+        health.set_role(Role::Lost);
+        return ExitCode::FAILURE;
+    }
+    // Shutdown: closing the channel makes the watcher release the Lease before it returns.
+    drop(leading);
+    match watcher.await {
+        Ok(Ok(_)) => tracing::info!("lease released"),
+        Ok(Err(err)) => tracing::warn!(error = %err, "releasing the lease failed; it expires by itself"),
+        Err(err) => tracing::warn!(error = %err, "lease watcher panicked"),
+    }
+    finish(result)
 }
 
 /// SIGTERM (Kubernetes) or SIGINT (a terminal).

@@ -277,7 +277,7 @@ impl CustomResourceExt for ClusterIssuer {
     }
 }
 
-/// Which of our two kinds an object or a `issuerRef` is.
+/// Which of our two kinds an object is, or an `issuerRef` names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum IssuerKind {
     Issuer,

@@ -19,6 +19,7 @@ use super::{Context, Error, FIELD_MANAGER, Recheck};
 use crate::api::certmanager::{self, CertificateRequest};
 use crate::api::{self, AnyIssuer, ConditionStatus, IssuerKind};
 use crate::pki::Chain;
+use crate::telemetry::metrics::{CertificateLabels, Controller, IssuerLabels};
 
 /// Observe: the request's own state.
 pub fn request_view(cr: &CertificateRequest) -> RequestView {
@@ -71,6 +72,7 @@ fn request_key(cr: &CertificateRequest) -> String {
 }
 
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result<Action, Error> {
+    ctx.metrics.reconciled(Controller::CertificateRequest);
     // Contract step 1: never touch requests for other issuers.
     let Some(kind) = IssuerKind::for_issuer_ref(&cr.spec.issuer_ref) else {
         return Ok(Action::await_change());
@@ -132,6 +134,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
 }
 
 pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<Context>) -> Action {
+    ctx.metrics.reconcile_failed(Controller::CertificateRequest);
     tracing::warn!(request = %format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any()), error = %err, "reconcile failed");
     Action::requeue(ctx.request_backoff.next(request_key(&cr)))
 }
@@ -228,7 +231,10 @@ async fn sign_with<K: AnyIssuer>(cr: &CertificateRequest, issuer: Option<&K>, ct
         .creation_timestamp
         .as_ref()
         .map_or_else(|| ctx.now(), |t| t.0);
-    let result = client.sign(&cr.spec.request.0).await;
+    let result = issuer::timed(ctx, issuer, "sign", client.sign(&cr.spec.request.0)).await;
+    if let Ok(signed) = &result {
+        record_issued(ctx, cr, &issuer::key(issuer), &signed.chain);
+    }
     let outcome = decide::outcome(
         result.as_ref().map(|s| s.chain.clone()),
         created,
@@ -239,6 +245,39 @@ async fn sign_with<K: AnyIssuer>(cr: &CertificateRequest, issuer: Option<&K>, ct
         let _ = ctx.recheck.send(Recheck::of(issuer));
     }
     outcome
+}
+
+fn record_issued(ctx: &Context, cr: &CertificateRequest, issuer: &str, chain: &Chain) {
+    ctx.metrics
+        .issued
+        .get_or_create(&IssuerLabels {
+            issuer: issuer.into(),
+        })
+        .inc();
+    let not_after = crate::pki::certificates_in(&chain.certificates)
+        .ok()
+        .and_then(|ders| {
+            x509_parser::parse_x509_certificate(&ders[0])
+                .ok()
+                .map(|(_, c)| c.validity().not_after.timestamp())
+        });
+    if let Some(not_after) = not_after {
+        // Keyed by Certificate, so the series count follows Certificates, not requests.
+        let name = cr
+            .annotations()
+            .get("cert-manager.io/certificate-name")
+            .cloned()
+            .unwrap_or_else(|| cr.name_any());
+        let labels = CertificateLabels {
+            namespace: cr.namespace().unwrap_or_default(),
+            name,
+            issuer: issuer.into(),
+        };
+        ctx.metrics
+            .certificate_expiry
+            .get_or_create(&labels)
+            .set(not_after as f64);
+    }
 }
 
 fn pem_text(bytes: Option<&k8s_openapi::ByteString>) -> String {

@@ -4,6 +4,7 @@
 
 pub mod decide;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
@@ -15,8 +16,9 @@ use self::decide::{Observation, Retry, Verdict};
 use super::clients::Fingerprint;
 use super::credentials::{self, Credentials};
 use super::{Context, Error, FIELD_MANAGER};
-use crate::api::{self, AnyIssuer, Condition, IssuerSpec};
+use crate::api::{self, AnyIssuer, Condition, IssuerKind, IssuerSpec};
 use crate::cfssl::{self, ClientConfig};
+use crate::telemetry::metrics::{CallErrorLabels, CallLabels, Controller, IssuerLabels};
 
 /// A stable name for logs, backoff and the client cache: `Issuer/ns/name` or `ClusterIssuer/name`.
 pub fn key<K: AnyIssuer>(issuer: &K) -> String {
@@ -28,7 +30,12 @@ pub fn key<K: AnyIssuer>(issuer: &K) -> String {
 
 pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = key(&*issuer);
+    ctx.metrics.reconciled(controller_of::<K>());
     let verdict = check(&*issuer, &ctx).await;
+    ctx.metrics
+        .issuer_ready
+        .get_or_create(&IssuerLabels { issuer: key.clone() })
+        .set(i64::from(verdict.ready));
     tracing::debug!(issuer = %key, ready = verdict.ready, reason = verdict.reason.as_str(), "checked");
     apply(&*issuer, &verdict, &ctx).await?;
     Ok(match verdict.retry {
@@ -42,6 +49,7 @@ pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<Context>) -> Resul
 
 pub fn error_policy<K: AnyIssuer>(issuer: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
     let key = key(&*issuer);
+    ctx.metrics.reconcile_failed(controller_of::<K>());
     tracing::warn!(issuer = %key, error = %err, "issuer reconcile failed");
     Action::requeue(ctx.issuer_backoff.next(key))
 }
@@ -55,7 +63,7 @@ async fn check<K: AnyIssuer>(issuer: &K, ctx: &Context) -> Verdict {
     match cfssl_client(issuer, credentials, ctx) {
         Err(err) => decide::verdict(Observation::Client(&err)),
         Ok(client) => {
-            let result = client.check().await;
+            let result = timed(ctx, issuer, "check", client.check()).await;
             decide::verdict(Observation::Check(result.as_ref().map(|_| ())))
         }
     }
@@ -151,6 +159,45 @@ async fn apply<K: AnyIssuer>(issuer: &K, verdict: &Verdict, ctx: &Context) -> Re
         tracing::warn!(issuer = %key(issuer), error = %err, "cannot publish event");
     }
     Ok(())
+}
+
+fn controller_of<K: AnyIssuer>() -> Controller {
+    match K::KIND {
+        IssuerKind::Issuer => Controller::Issuer,
+        IssuerKind::ClusterIssuer => Controller::ClusterIssuer,
+    }
+}
+
+/// Runs one CFSSL call, recording its latency and, when it fails, its error class.
+pub async fn timed<K: AnyIssuer, T>(
+    ctx: &Context,
+    issuer: &K,
+    call: &'static str,
+    work: impl Future<Output = Result<T, cfssl::Error>>,
+) -> Result<T, cfssl::Error> {
+    let started = std::time::Instant::now();
+    let result = work.await;
+    let (issuer, label) = (key(issuer), issuer.spec().label.clone());
+    ctx.metrics
+        .cfssl_duration
+        .get_or_create(&CallLabels {
+            issuer: issuer.clone(),
+            label: label.clone(),
+            call,
+        })
+        .observe(started.elapsed().as_secs_f64());
+    if let Err(err) = &result {
+        ctx.metrics
+            .cfssl_errors
+            .get_or_create(&CallErrorLabels {
+                issuer,
+                label,
+                call,
+                class: super::class_label(err.class()),
+            })
+            .inc();
+    }
+    result
 }
 
 /// Event notes are limited to 1 KiB by the API server.

@@ -19,6 +19,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
 use crate::api::{ClusterIssuer, Issuer};
+use crate::telemetry::Metrics;
 pub use run::{RunError, run};
 
 /// The one field manager under which every status is applied.
@@ -96,6 +97,7 @@ pub struct Context {
     /// writes these instead of asking the CA again.
     pub unsaved: std::sync::Mutex<std::collections::HashMap<String, crate::pki::Chain>>,
     pub recheck: mpsc::UnboundedSender<Recheck>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Context {
@@ -107,6 +109,7 @@ impl Context {
         clock: Clock,
         issuers: Store<Issuer>,
         cluster_issuers: Store<ClusterIssuer>,
+        metrics: Arc<Metrics>,
     ) -> (Self, mpsc::UnboundedReceiver<Recheck>) {
         let (recheck, rechecks) = mpsc::unbounded_channel();
         let ctx = Context {
@@ -121,6 +124,7 @@ impl Context {
             request_backoff: backoff(),
             unsaved: Default::default(),
             recheck,
+            metrics,
         };
         (ctx, rechecks)
     }
@@ -147,6 +151,15 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+}
+
+/// The metrics label of an error class.
+pub fn class_label(class: crate::cfssl::Class) -> &'static str {
+    match class {
+        crate::cfssl::Class::Retryable => "retryable",
+        crate::cfssl::Class::Permanent => "permanent",
+        crate::cfssl::Class::Issuer(_) => "issuer",
+    }
 }
 
 fn backoff() -> backoff::Backoff<String> {

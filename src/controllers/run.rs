@@ -19,6 +19,7 @@ use super::issuer;
 use super::{Config, Context, Recheck, certificaterequest};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
+use crate::telemetry::{Health, Metrics};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -37,7 +38,9 @@ pub async fn run(
     client: kube::Client,
     config: Config,
     clock: super::Clock,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     preflight(&client).await?;
     let shutdown = shutdown.boxed().shared();
@@ -81,8 +84,24 @@ pub async fn run(
         clock,
         issuers.clone(),
         cluster_issuers.clone(),
+        metrics,
     );
     let ctx = Arc::new(ctx);
+    let synced = {
+        let (issuers, cluster_issuers, requests) =
+            (issuers.clone(), cluster_issuers.clone(), requests.clone());
+        async move {
+            let _ = future::join3(
+                issuers.wait_until_ready(),
+                cluster_issuers.wait_until_ready(),
+                requests.wait_until_ready(),
+            )
+            .await;
+            health.set_synced(true);
+            tracing::info!("caches synced");
+            future::pending::<()>().await
+        }
+    };
     let (issuer_rechecks, cluster_rechecks) = split_rechecks(recheck_rx);
     let controller_config = controller::Config::default().concurrency(config.concurrency);
 
@@ -169,6 +188,7 @@ pub async fn run(
     tokio::select! {
         _ = future::join3(issuer_controller, cluster_controller, request_controller) => {}
         _ = reflect_all => {}
+        _ = synced => {}
     }
     tracing::info!("controllers stopped");
     Ok(())

@@ -1,5 +1,11 @@
 //! Logging, metrics and health endpoints.
 
+pub mod metrics;
+pub mod server;
+
+pub use metrics::Metrics;
+pub use server::{Health, Role};
+
 use tracing_subscriber::EnvFilter;
 
 /// Logging for one-shot commands: warnings and errors to stderr unless `RUST_LOG` says more.

@@ -52,6 +52,7 @@ pub fn context_with_rechecks(
         clock(),
         store(issuers),
         store(cluster_issuers),
+        Arc::new(cfssl_issuer::telemetry::Metrics::default()),
     );
     (Arc::new(ctx), handle, rechecks)
 }

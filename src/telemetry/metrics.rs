@@ -1,0 +1,187 @@
+//! Prometheus metrics, all prefixed `cfssl_issuer_`.
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
+pub enum Controller {
+    Issuer,
+    ClusterIssuer,
+    CertificateRequest,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerLabels {
+    pub controller: Controller,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallLabels {
+    /// `Issuer/ns/name` or `ClusterIssuer/name`.
+    pub issuer: String,
+    pub label: String,
+    /// `check` or `sign`.
+    pub call: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CallErrorLabels {
+    pub issuer: String,
+    pub label: String,
+    pub call: &'static str,
+    /// `retryable`, `permanent` or `issuer`.
+    pub class: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IssuerLabels {
+    pub issuer: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CertificateLabels {
+    pub namespace: String,
+    /// The Certificate a request was made for, or the request itself when it has none.
+    pub name: String,
+    pub issuer: String,
+}
+
+/// Everything the controllers report. Cheap to share: every field is internally synchronised.
+pub struct Metrics {
+    pub registry: Registry,
+    pub reconciles: Family<ControllerLabels, Counter>,
+    pub reconcile_errors: Family<ControllerLabels, Counter>,
+    pub cfssl_duration: Family<CallLabels, Histogram>,
+    pub cfssl_errors: Family<CallErrorLabels, Counter>,
+    pub issued: Family<IssuerLabels, Counter>,
+    pub issuer_ready: Family<IssuerLabels, Gauge>,
+    pub certificate_expiry: Family<CertificateLabels, Gauge<f64, AtomicU64>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("cfssl_issuer");
+        let reconciles = Family::default();
+        registry.register("reconciles", "Reconciles run, per controller", reconciles.clone());
+        let reconcile_errors = Family::default();
+        registry.register(
+            "reconcile_errors",
+            "Reconciles that failed with an API error and were retried, per controller",
+            reconcile_errors.clone(),
+        );
+        let cfssl_duration = Family::<CallLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 16))
+        });
+        registry.register_with_unit(
+            "cfssl_request_duration",
+            "Time of each CFSSL check or sign, including failover, per issuer and label",
+            prometheus_client::registry::Unit::Seconds,
+            cfssl_duration.clone(),
+        );
+        let cfssl_errors = Family::default();
+        registry.register(
+            "cfssl_request_errors",
+            "Failed CFSSL checks and signs, per issuer, label and error class",
+            cfssl_errors.clone(),
+        );
+        let issued = Family::default();
+        registry.register(
+            "certificates_issued",
+            "Certificates signed, per issuer",
+            issued.clone(),
+        );
+        let issuer_ready = Family::default();
+        registry.register(
+            "issuer_ready",
+            "1 when the issuer's last check passed, 0 otherwise",
+            issuer_ready.clone(),
+        );
+        let certificate_expiry = Family::default();
+        registry.register_with_unit(
+            "certificate_expiration_timestamp",
+            "notAfter of the last certificate issued for each Certificate, as a Unix time",
+            prometheus_client::registry::Unit::Seconds,
+            certificate_expiry.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            reconcile_errors,
+            cfssl_duration,
+            cfssl_errors,
+            issued,
+            issuer_ready,
+            certificate_expiry,
+        }
+    }
+}
+
+impl Metrics {
+    pub fn reconciled(&self, controller: Controller) {
+        self.reconciles
+            .get_or_create(&ControllerLabels { controller })
+            .inc();
+    }
+
+    pub fn reconcile_failed(&self, controller: Controller) {
+        self.reconcile_errors
+            .get_or_create(&ControllerLabels { controller })
+            .inc();
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
+        out
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_conventions() {
+        let m = Metrics::default();
+        m.reconciled(Controller::CertificateRequest);
+        let labels = CallLabels {
+            issuer: "Issuer/ns/ca".into(),
+            label: "l".into(),
+            call: "sign",
+        };
+        m.cfssl_duration.get_or_create(&labels).observe(0.01);
+        let issuer = IssuerLabels {
+            issuer: "Issuer/ns/ca".into(),
+        };
+        m.issued.get_or_create(&issuer).inc();
+        m.issuer_ready.get_or_create(&issuer).set(1);
+        let cert = CertificateLabels {
+            namespace: "ns".into(),
+            name: "web".into(),
+            issuer: "Issuer/ns/ca".into(),
+        };
+        m.certificate_expiry.get_or_create(&cert).set(1.8e9);
+        let text = m.encode();
+        for name in [
+            "cfssl_issuer_reconciles_total{controller=\"CertificateRequest\"} 1",
+            "cfssl_issuer_cfssl_request_duration_seconds_count{issuer=\"Issuer/ns/ca\",label=\"l\",call=\"sign\"} 1",
+            "cfssl_issuer_certificates_issued_total{issuer=\"Issuer/ns/ca\"} 1",
+            "cfssl_issuer_issuer_ready{issuer=\"Issuer/ns/ca\"} 1",
+            "cfssl_issuer_certificate_expiration_timestamp_seconds{namespace=\"ns\",name=\"web\",issuer=\"Issuer/ns/ca\"} 1800000000",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
+    }
+}

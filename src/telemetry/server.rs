@@ -1,0 +1,142 @@
+//! `/metrics` on the metrics address, `/healthz` and `/readyz` on the health address.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use super::metrics::Metrics;
+
+/// Where this replica stands in leader election.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Role {
+    /// Leader election is off: this replica always reconciles.
+    Alone = 0,
+    /// Waiting for the lease, healthily.
+    Standby = 1,
+    Leader = 2,
+    /// Lost the lease or the election failed; about to exit.
+    Lost = 3,
+}
+
+/// What `/readyz` reports.
+#[derive(Debug)]
+pub struct Health {
+    synced: AtomicBool,
+    role: AtomicU8,
+}
+
+impl Health {
+    pub fn new(role: Role) -> Self {
+        Health {
+            synced: AtomicBool::new(false),
+            role: AtomicU8::new(role as u8),
+        }
+    }
+
+    pub fn set_synced(&self, synced: bool) {
+        self.synced.store(synced, Ordering::Relaxed);
+    }
+
+    pub fn set_role(&self, role: Role) {
+        self.role.store(role as u8, Ordering::Relaxed);
+    }
+
+    pub fn role(&self) -> Role {
+        match self.role.load(Ordering::Relaxed) {
+            0 => Role::Alone,
+            1 => Role::Standby,
+            2 => Role::Leader,
+            _ => Role::Lost,
+        }
+    }
+
+    pub fn ready(&self) -> bool {
+        is_ready(self.role(), self.synced.load(Ordering::Relaxed))
+    }
+}
+
+/// Pure: a standby replica is ready (it serves nothing yet but is healthy); one that reconciles
+/// is ready once its caches are synced.
+pub fn is_ready(role: Role, synced: bool) -> bool {
+    match role {
+        Role::Standby => true,
+        Role::Alone | Role::Leader => synced,
+        Role::Lost => false,
+    }
+}
+
+/// Serves both listeners until `shutdown`. Binding errors are returned at once.
+pub async fn serve(
+    metrics_addr: SocketAddr,
+    health_addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    shutdown: impl Future<Output = ()> + Send + Clone + 'static,
+) -> std::io::Result<(SocketAddr, SocketAddr)> {
+    let metrics_listener = tokio::net::TcpListener::bind(metrics_addr).await?;
+    let health_listener = tokio::net::TcpListener::bind(health_addr).await?;
+    let bound = (metrics_listener.local_addr()?, health_listener.local_addr()?);
+    let metrics_app = Router::new().route("/metrics", get(render)).with_state(metrics);
+    let health_app = Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(health);
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        axum::serve(metrics_listener, metrics_app)
+            .with_graceful_shutdown(stop)
+            .await
+    });
+    tokio::spawn(async move {
+        axum::serve(health_listener, health_app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
+    Ok(bound)
+}
+
+async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        metrics.encode(),
+    )
+}
+
+async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    if health.ready() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_table() {
+        let cases = [
+            (Role::Alone, false, false),
+            (Role::Alone, true, true),
+            (Role::Standby, false, true),
+            (Role::Leader, false, false),
+            (Role::Leader, true, true),
+            (Role::Lost, true, false),
+        ];
+        for (role, synced, want) in cases {
+            assert_eq!(is_ready(role, synced), want, "{role:?} synced={synced}");
+        }
+    }
+}
