@@ -1,41 +1,76 @@
 //! simple-cfssl: a small CA server that speaks the CFSSL `multirootca` API, for tests, demos and
-//! the e2e suite. Labels are intermediates under one generated root; profiles carry expiry,
-//! usages and an HMAC key; `bundle: true` is answered as cfssl PR #1218 does.
+//! the e2e suite.
+//!
+//! - `POST /api/v1/cfssl/authsign` and `POST /api/v1/cfssl/info` answer as Debian's multirootca
+//!   does, down to the status, error code and message of every refusal;
+//! - `GET /api/v1/cfssl/health` answers as `cfssl serve` does (multirootca has no such path);
+//! - labels are intermediates under one root, generated at start or loaded from PEM files;
+//! - `bundle: true` is answered as the wmf fork (cfssl PR #1218) does, unless turned off.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! let mut config = simple_cfssl::Config::test_default("0123456789abcdef0123456789abcdef");
+//! config.tls = true;
+//! let ca = simple_cfssl::spawn(config).await?;
+//! println!("{} trusts {:?}", ca.url, ca.tls_ca_pem);
+//! ca.shutdown();
+//! # Ok(()) }
+//! ```
 
-pub mod ca;
+mod auth;
+mod ca;
 pub mod config;
-mod server;
+mod handlers;
+mod tls;
+mod wire;
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use anyhow::Context as _;
-use tokio::net::{TcpListener, TcpStream};
+use time::OffsetDateTime;
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
+use tokio::task::JoinHandle;
 
-pub use config::{Config, Profile};
-use server::AppState;
+pub use ca::CaError;
+pub use ca::keys::KeyError;
+pub use config::{Config, ConfigError, Label, Profile, RootFiles};
+pub use handlers::MAX_BODY;
 
-/// A running server. Dropping it does not stop it; call [`Running::shutdown`].
+use ca::{Ca, TlsMaterial};
+use handlers::AppState;
+
+/// Where [`spawn`] wrote the CA certificates (when [`Config::dir`] is set).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaFiles {
+    pub root: PathBuf,
+    pub tls_ca: Option<PathBuf>,
+    /// `(label, path)` of each label's certificate.
+    pub labels: Vec<(String, PathBuf)>,
+}
+
+/// A running server. Dropping it shuts it down.
 pub struct Running {
-    /// Base URL, `http(s)://127.0.0.1:PORT`.
+    /// Base URL, `http(s)://127.0.0.1:PORT` (a wildcard listen address is reached via loopback).
     pub url: String,
     pub addr: SocketAddr,
     /// PEM of the root every label chains to.
     pub root_pem: String,
-    /// `(label, PEM)` of each intermediate.
+    /// `(label, PEM)` of each label's certificate, in configuration order.
     pub intermediates: Vec<(String, String)>,
-    /// PEM of the CA that signed the TLS server certificate, when TLS is on.
+    /// PEM of the CA behind the TLS server certificate, when TLS is on.
     pub tls_ca_pem: Option<String>,
+    pub files: Option<CaFiles>,
     state: Arc<AppState>,
     stop: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
 }
 
 impl Running {
+    /// Stops accepting connections; requests in flight are completed.
     pub fn shutdown(&self) {
         let _ = self.stop.send(true);
     }
@@ -45,120 +80,125 @@ impl Running {
         self.state.issued.load(Ordering::Relaxed)
     }
 
-    /// `false` simulates an outage: every request is answered 503 with a body that is not CFSSL's.
+    /// `false` simulates an outage: every request gets a 503 whose body is not CFSSL's.
     pub fn set_available(&self, up: bool) {
         self.state.available.store(up, Ordering::Relaxed);
     }
+
+    /// Waits until the server has stopped (after [`Running::shutdown`]).
+    pub async fn stopped(mut self) {
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+    }
 }
 
-/// Generates the CA, writes its files when `config.dir` is set, and serves until shut down.
-pub async fn spawn(config: Config) -> anyhow::Result<Running> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let ca = ca::Ca::generate(&config.labels)?;
-    let tls = if config.tls {
-        Some(ca::tls_material()?)
-    } else {
-        None
-    };
-    if let Some(dir) = &config.dir {
-        write_files(dir, &ca, tls.as_ref())?;
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
     }
+}
+
+/// Builds the CA, writes its files when `config.dir` is set, and serves until shut down.
+pub async fn spawn(config: Config) -> anyhow::Result<Running> {
+    // ring is the only provider compiled in; another caller may have installed it already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let policy = config.validate()?;
+    let now = OffsetDateTime::now_utc();
+    let ca = Ca::build(&config, now)?;
+    let tls = match config.tls {
+        true => Some(TlsMaterial::generate(&config.tls_hosts, now)?),
+        false => None,
+    };
+    let files = match &config.dir {
+        Some(dir) => Some(write_files(dir, &ca, tls.as_ref())?),
+        None => None,
+    };
     let listener = TcpListener::bind(&config.listen)
         .await
         .with_context(|| format!("listen on {}", config.listen))?;
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let url = format!("{scheme}://{addr}");
-    let intermediates = ca
-        .signers
+    let url = format!("{scheme}://{}", reachable(addr));
+    let root_pem = ca.root.pem.clone();
+    let intermediates = config
+        .labels
         .iter()
-        .map(|(label, s)| (label.clone(), s.cert_pem.clone()))
+        .filter_map(|label| Some((label.name.clone(), ca.signers.get(&label.name)?.cert.pem.clone())))
         .collect();
-    let root_pem = ca.root_pem.clone();
-    let state = Arc::new(AppState {
-        config,
-        ca,
-        issued: AtomicU64::new(0),
-        available: AtomicBool::new(true),
-    });
-    let app = server::router(state.clone());
+    let tls_ca_pem = tls.as_ref().map(|t| t.ca.pem.clone());
+    let acceptor = match &tls {
+        Some(material) => Some(tls::acceptor(material).context("TLS configuration")?),
+        None => None,
+    };
+    let state = Arc::new(AppState::new(policy, ca));
+    let app = handlers::router(state.clone());
     let (stop, mut stopped) = watch::channel(false);
     let shutdown = async move {
-        let _ = stopped.wait_for(|s| *s).await;
+        // An error means the Running is gone, which also means stop.
+        let _ = stopped.wait_for(|stop| *stop).await;
     };
-    let tls_ca_pem = tls.as_ref().map(|t| t.ca_pem.clone());
-    match tls {
-        None => {
-            tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
+    let server = match acceptor {
+        None => tokio::spawn(log_exit(
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .into_future(),
+        )),
+        Some(acceptor) => {
+            let listener = tls::TlsListener::new(listener, acceptor)?;
+            tokio::spawn(log_exit(
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .into_future(),
+            ))
         }
-        Some(material) => {
-            let listener = TlsListener {
-                tcp: listener,
-                acceptor: acceptor(&material)?,
-            };
-            tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
-        }
-    }
+    };
+    tracing::info!(%url, "simple-cfssl listening");
     Ok(Running {
         url,
         addr,
         root_pem,
         intermediates,
         tls_ca_pem,
+        files,
         state,
         stop,
+        server: Some(server),
     })
 }
 
-fn write_files(dir: &std::path::Path, ca: &ca::Ca, tls: Option<&ca::TlsMaterial>) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    std::fs::write(dir.join("root.pem"), &ca.root_pem)?;
+async fn log_exit(server: impl Future<Output = std::io::Result<()>>) {
+    if let Err(err) = server.await {
+        tracing::error!(error = %err, "server failed");
+    }
+}
+
+/// The address clients should use: a wildcard listen address is reachable on loopback.
+fn reachable(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+fn write_files(dir: &Path, ca: &Ca, tls: Option<&TlsMaterial>) -> anyhow::Result<CaFiles> {
+    let write = |path: PathBuf, pem: &str| -> anyhow::Result<PathBuf> {
+        std::fs::write(&path, pem).with_context(|| format!("write {}", path.display()))?;
+        Ok(path)
+    };
+    let labels_dir = dir.join("labels");
+    std::fs::create_dir_all(&labels_dir).with_context(|| format!("create {}", labels_dir.display()))?;
+    let root = write(dir.join("root.pem"), &ca.root.pem)?;
+    let tls_ca = match tls {
+        Some(tls) => Some(write(dir.join("tls-ca.pem"), &tls.ca.pem)?),
+        None => None,
+    };
+    let mut labels = Vec::new();
     for (label, signer) in &ca.signers {
-        std::fs::write(dir.join(format!("{label}.pem")), &signer.cert_pem)?;
+        let path = write(labels_dir.join(format!("{label}.pem")), &signer.cert.pem)?;
+        labels.push((label.clone(), path));
     }
-    if let Some(tls) = tls {
-        std::fs::write(dir.join("tls-ca.pem"), &tls.ca_pem)?;
-    }
-    Ok(())
-}
-
-fn acceptor(material: &ca::TlsMaterial) -> anyhow::Result<TlsAcceptor> {
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-    let config = rustls::ServerConfig::builder()
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![CertificateDer::from(material.cert_der.clone())],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(material.key_der.clone())),
-        )?;
-    Ok(TlsAcceptor::from(Arc::new(config)))
-}
-
-/// A TCP listener that completes the TLS handshake before handing the stream to axum.
-struct TlsListener {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((stream, addr)) = self.tcp.accept().await else {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            };
-            // A client that never finishes its handshake must not stall the others for long.
-            match tokio::time::timeout(Duration::from_secs(5), self.acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => return (tls, addr),
-                Ok(Err(err)) => tracing::debug!(%addr, error = %err, "TLS handshake failed"),
-                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
+    Ok(CaFiles { root, tls_ca, labels })
 }
