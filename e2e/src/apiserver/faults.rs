@@ -1,0 +1,260 @@
+//! Request counting and fault injection.
+
+use std::{collections::BTreeMap, fmt, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{ApiError, Reason};
+
+/// An API verb, as RBAC and audit logs name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    Get,
+    List,
+    Watch,
+    Create,
+    Update,
+    Patch,
+    Delete,
+    DeleteCollection,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One row of [`Counts`]: `resource` is the plural, with `/status` for the subresource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Count {
+    pub verb: Verb,
+    pub resource: String,
+    pub count: u64,
+}
+
+/// Requests served per (verb, resource) since start or the last reset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts(BTreeMap<(Verb, String), u64>);
+
+impl Counts {
+    pub fn get(&self, verb: Verb, resource: &str) -> u64 {
+        self.0.get(&(verb, resource.to_string())).copied().unwrap_or(0)
+    }
+
+    /// All requests with this verb, whatever the resource.
+    pub fn verb_total(&self, verb: Verb) -> u64 {
+        self.0
+            .iter()
+            .filter(|((v, _), _)| *v == verb)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// All requests for this resource, whatever the verb.
+    pub fn resource_total(&self, resource: &str) -> u64 {
+        self.0
+            .iter()
+            .filter(|((_, r), _)| r == resource)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    pub fn rows(&self) -> Vec<Count> {
+        self.0
+            .iter()
+            .map(|((verb, resource), count)| Count {
+                verb: *verb,
+                resource: resource.clone(),
+                count: *count,
+            })
+            .collect()
+    }
+
+    pub fn from_rows(rows: impl IntoIterator<Item = Count>) -> Self {
+        Counts(
+            rows.into_iter()
+                .map(|c| ((c.verb, c.resource), c.count))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn record(&mut self, verb: Verb, resource: &str) {
+        *self.0.entry((verb, resource.to_string())).or_default() += 1;
+    }
+}
+
+/// What an injected fault answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum FaultKind {
+    /// 500 InternalError.
+    InternalError,
+    /// 409 Conflict, as a lost optimistic-concurrency race.
+    Conflict,
+    /// 429 TooManyRequests with `Retry-After`.
+    #[serde(rename_all = "camelCase")]
+    TooManyRequests { retry_after_seconds: u32 },
+}
+
+/// Makes the next `times` requests matching `verb` and `resource` (None matches any) fail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fault {
+    #[serde(default)]
+    pub verb: Option<Verb>,
+    /// Plural, with `/status` for the subresource.
+    #[serde(default)]
+    pub resource: Option<String>,
+    pub kind: FaultKind,
+    #[serde(default = "one")]
+    pub times: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Fault {
+    /// One failure for any request; narrow it with [`Fault::verb`], [`Fault::resource`], [`Fault::times`].
+    pub fn new(kind: FaultKind) -> Self {
+        Fault {
+            verb: None,
+            resource: None,
+            kind,
+            times: 1,
+        }
+    }
+
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verb = Some(verb);
+        self
+    }
+
+    pub fn resource(mut self, resource: impl Into<String>) -> Self {
+        self.resource = Some(resource.into());
+        self
+    }
+
+    pub fn times(mut self, times: u32) -> Self {
+        self.times = times;
+        self
+    }
+
+    fn matches(&self, verb: Verb, resource: &str) -> bool {
+        self.verb.is_none_or(|v| v == verb) && self.resource.as_deref().is_none_or(|r| r == resource)
+    }
+
+    fn error(&self, resource: &str) -> ApiError {
+        match self.kind {
+            FaultKind::InternalError => ApiError::internal("injected fault: internal error"),
+            FaultKind::Conflict => ApiError::new(
+                Reason::Conflict,
+                format!(
+                    "Operation cannot be fulfilled on {resource}: injected fault: the object has been modified; please apply your changes to the latest version and try again"
+                ),
+            ),
+            FaultKind::TooManyRequests { retry_after_seconds } => {
+                ApiError::too_many_requests(retry_after_seconds)
+            }
+        }
+    }
+}
+
+/// Counts, pending faults and added latency.
+#[derive(Debug, Default)]
+pub struct Faults {
+    pub counts: Counts,
+    pending: Vec<Fault>,
+    pub latency: Duration,
+}
+
+impl Faults {
+    /// Counts the request and consumes the first matching fault, if any.
+    pub fn observe(&mut self, verb: Verb, resource: &str) -> Option<ApiError> {
+        self.counts.record(verb, resource);
+        let index = self
+            .pending
+            .iter()
+            .position(|f| f.times > 0 && f.matches(verb, resource))?;
+        let fault = &mut self.pending[index];
+        fault.times -= 1;
+        let err = fault.error(resource);
+        if fault.times == 0 {
+            self.pending.remove(index);
+        }
+        Some(err)
+    }
+
+    pub fn inject(&mut self, fault: Fault) {
+        if fault.times > 0 {
+            self.pending.push(fault);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.pending.clear();
+    }
+
+    pub fn pending(&self) -> &[Fault] {
+        &self.pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_fire_the_given_number_of_times_on_matching_requests() {
+        let mut faults = Faults::default();
+        faults.inject(
+            Fault::new(FaultKind::InternalError)
+                .verb(Verb::Patch)
+                .resource("issuers/status")
+                .times(2),
+        );
+        assert!(faults.observe(Verb::Patch, "issuers").is_none());
+        assert_eq!(faults.observe(Verb::Patch, "issuers/status").unwrap().code(), 500);
+        assert!(faults.observe(Verb::Get, "issuers/status").is_none());
+        assert!(faults.observe(Verb::Patch, "issuers/status").is_some());
+        assert!(faults.observe(Verb::Patch, "issuers/status").is_none());
+        assert_eq!(faults.counts.get(Verb::Patch, "issuers/status"), 3);
+    }
+
+    #[test]
+    fn fault_json_shape() {
+        let fault: Fault = serde_json::from_str(
+            r#"{"verb":"create","resource":"secrets","kind":{"type":"tooManyRequests","retryAfterSeconds":2},"times":3}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            fault,
+            Fault::new(FaultKind::TooManyRequests {
+                retry_after_seconds: 2
+            })
+            .verb(Verb::Create)
+            .resource("secrets")
+            .times(3)
+        );
+    }
+}

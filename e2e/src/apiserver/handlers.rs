@@ -1,0 +1,358 @@
+//! The verbs: one method per verb on a parsed request.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    body::Bytes,
+    http::{HeaderMap, StatusCode, header},
+    response::Response,
+};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::{
+    Shared, convert,
+    error::{ApiError, ApiResult, Reason},
+    http::{Query, Target, json_response},
+    negotiate::Output,
+    patch::{self, PatchKind},
+    resources::ResourceType,
+    selector::{FieldSelector, LabelSelector},
+    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since},
+    watch::{self as watch_stream, WatchSpec},
+};
+
+/// One API request, parsed.
+pub(super) struct Req<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub target: Target,
+    pub query: Query,
+    pub output: Output,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// Continue tokens carry the first page's resourceVersion and the last key served.
+fn encode_continue(rv: u64, key: &ObjKey) -> String {
+    let raw = json!({ "rv": rv, "ns": key.namespace, "name": key.name }).to_string();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_continue(token: &str) -> ApiResult<(u64, ObjKey)> {
+    let invalid = || ApiError::bad_request("continue key is not valid");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| invalid())?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(invalid)?;
+    let part = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(String::from)
+            .ok_or_else(invalid)
+    };
+    Ok((
+        rv,
+        ObjKey {
+            namespace: part("ns")?,
+            name: part("name")?,
+        },
+    ))
+}
+
+impl Req<'_> {
+    fn store(&self) -> std::sync::MutexGuard<'_, super::store::Store> {
+        self.shared.store.lock().expect("store lock")
+    }
+
+    fn rt(&self) -> &ResourceType {
+        &self.target.rt
+    }
+
+    fn respond(&self, status: StatusCode, stored: Value) -> ApiResult<Response> {
+        let view = convert::to_view(self.rt(), stored);
+        Ok(json_response(status, &self.output.object(self.rt(), view)))
+    }
+
+    fn selectors(&self) -> ApiResult<(LabelSelector, FieldSelector)> {
+        Ok((
+            LabelSelector::parse(self.query.get("labelSelector").unwrap_or_default())?,
+            FieldSelector::parse(self.query.get("fieldSelector").unwrap_or_default())?,
+        ))
+    }
+
+    /// The request body as JSON, or YAML when the content type says so.
+    fn decode_body(&self) -> ApiResult<Value> {
+        let content_type = self.header(header::CONTENT_TYPE);
+        let text =
+            std::str::from_utf8(&self.body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+        if content_type.contains("yaml") {
+            return serde_saphyr::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+        }
+        serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
+    }
+
+    pub fn get(&self) -> ApiResult<Response> {
+        let obj = self
+            .store()
+            .get(self.rt(), self.target.ns(), self.target.name())?;
+        self.respond(StatusCode::OK, obj)
+    }
+
+    pub fn list(&self) -> ApiResult<Response> {
+        let (labels, fields) = self.selectors()?;
+        let limit = self
+            .query
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0);
+        let resume = self
+            .query
+            .get("continue")
+            .filter(|c| !c.is_empty())
+            .map(decode_continue)
+            .transpose()?;
+        let store = self.store();
+        let (list_rv, after) = match resume {
+            Some((rv, _)) if store.is_expired(rv) => {
+                return Err(ApiError::expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                ));
+            }
+            Some((rv, key)) => (rv, Some(key)),
+            None => (store.resource_version(), None),
+        };
+        let matching: Vec<(ObjKey, Value)> = store
+            .list(self.rt(), self.target.ns())
+            .into_iter()
+            .filter(|(k, _)| after.as_ref().is_none_or(|a| k > a))
+            .map(|(k, o)| (k, convert::to_view(self.rt(), o)))
+            .filter(|(_, o)| labels.matches(o) && fields.matches(o))
+            .collect();
+        drop(store);
+        let total = matching.len();
+        let page: Vec<(ObjKey, Value)> = matching.into_iter().take(limit.unwrap_or(usize::MAX)).collect();
+        let mut list_meta = json!({ "resourceVersion": list_rv.to_string() });
+        if page.len() < total
+            && let Some((last, _)) = page.last()
+        {
+            list_meta["continue"] = encode_continue(list_rv, last).into();
+            list_meta["remainingItemCount"] = (total - page.len()).into();
+        }
+        let items: Vec<Value> = page.into_iter().map(|(_, o)| o).collect();
+        Ok(json_response(
+            StatusCode::OK,
+            &self.output.list(self.rt(), items, list_meta),
+        ))
+    }
+
+    pub fn watch(&self) -> ApiResult<Response> {
+        let (labels, fields) = self.selectors()?;
+        let send_initial = self.query.flag("sendInitialEvents");
+        if send_initial == Some(true) && self.query.get("resourceVersionMatch") != Some("NotOlderThan") {
+            let cause = (
+                "resourceVersionMatch".to_string(),
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+                    .to_string(),
+            );
+            return Err(ApiError::invalid("ListOptions.meta.k8s.io", "", &[cause]));
+        }
+        let rv = self.query.get("resourceVersion").filter(|v| !v.is_empty());
+        let store = self.store();
+        let since = match (rv, send_initial) {
+            (_, Some(true)) => Since::Now,
+            (None | Some("0"), Some(false)) => Since::After(store.resource_version()),
+            (None | Some("0"), None) => Since::Now,
+            (Some(rv), _) => Since::After(
+                rv.parse()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resource version: \"{rv}\"")))?,
+            ),
+        };
+        let start = store.watch(self.rt(), self.target.ns(), since);
+        drop(store);
+        let timeout = self
+            .query
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let spec = WatchSpec {
+            rt: Arc::clone(&self.target.rt),
+            namespace: self.target.namespace.clone(),
+            labels,
+            fields,
+            output: self.output,
+            bookmarks: self.query.flag("allowWatchBookmarks") == Some(true),
+            initial_events_end: send_initial == Some(true),
+            timeout,
+            bookmark_interval: self.shared.bookmark_interval,
+        };
+        let body = watch_stream::body(spec, start, self.shared.closer.subscribe());
+        let mut response = Response::new(body);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            "application/json".parse().expect("static header"),
+        );
+        Ok(response)
+    }
+
+    pub fn create(&self) -> ApiResult<Response> {
+        let obj = self.decode_body()?;
+        let created = self
+            .store()
+            .create(self.rt(), self.target.ns(), obj, &self.query.write_options())?;
+        self.respond(StatusCode::CREATED, created)
+    }
+
+    pub fn update(&self) -> ApiResult<Response> {
+        let obj = self.decode_body()?;
+        let t = &self.target;
+        let updated = self.store().update(
+            self.rt(),
+            t.ns(),
+            t.name(),
+            obj,
+            t.sub,
+            &self.query.write_options(),
+        )?;
+        self.respond(StatusCode::OK, updated)
+    }
+
+    pub fn patch(&self) -> ApiResult<Response> {
+        let content_type = self.header(header::CONTENT_TYPE);
+        let kind = PatchKind::from_content_type(content_type).ok_or_else(|| {
+            let accepted = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+            ApiError::new(
+                Reason::UnsupportedMediaType,
+                format!("the body of the request was in an unknown format - accepted media types include: {accepted}; given {content_type}"),
+            )
+        })?;
+        if kind == PatchKind::Apply {
+            return self.apply();
+        }
+        let (t, opts) = (&self.target, self.query.write_options());
+        let body = &self.body;
+        let is_custom = self.rt().crd.is_some();
+        let patched = self
+            .store()
+            .patch(self.rt(), t.ns(), t.name(), t.sub, &opts, |obj| {
+                if kind == PatchKind::Json {
+                    return patch::json(obj, body);
+                }
+                let p: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                match kind {
+                    PatchKind::Strategic if !is_custom => patch::strategic(obj, &p),
+                    _ => patch::merge(obj, &p),
+                }
+                Ok(())
+            })?;
+        self.respond(StatusCode::OK, patched)
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`): 201 when it created the object.
+    fn apply(&self) -> ApiResult<Response> {
+        let manager = self
+            .query
+            .get("fieldManager")
+            .filter(|m| !m.is_empty())
+            .ok_or_else(|| {
+                ApiError::bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
+            })?;
+        let config = self.decode_body()?;
+        let opts = self.query.write_options();
+        let t = &self.target;
+        let req = ApplyRequest {
+            manager,
+            force: self.query.flag("force") == Some(true),
+            sub: t.sub,
+            opts: &opts,
+        };
+        let (obj, created) = self.store().apply(self.rt(), t.ns(), t.name(), config, &req)?;
+        self.respond(
+            if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            },
+            obj,
+        )
+    }
+
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    fn delete_options(&self) -> ApiResult<DeleteOptions> {
+        let body: Value = if self.body.is_empty() {
+            json!({})
+        } else {
+            serde_json::from_slice(&self.body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+        };
+        let policy = body
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .or(self.query.get("propagationPolicy"));
+        let orphan =
+            policy == Some("Orphan") || body.get("orphanDependents").and_then(Value::as_bool) == Some(true);
+        let dry_run = self.query.get("dryRun") == Some("All")
+            || body
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|d| d.iter().any(|x| x == "All"));
+        let precondition = |k: &str| {
+            body.pointer(&format!("/preconditions/{k}"))
+                .and_then(Value::as_str)
+                .map(String::from)
+        };
+        Ok(DeleteOptions {
+            propagation: if orphan {
+                Propagation::Orphan
+            } else {
+                Propagation::Background
+            },
+            uid: precondition("uid"),
+            resource_version: precondition("resourceVersion"),
+            dry_run,
+        })
+    }
+
+    pub fn delete(&self) -> ApiResult<Response> {
+        let opts = self.delete_options()?;
+        let t = &self.target;
+        match self.store().delete(self.rt(), t.ns(), t.name(), &opts)? {
+            Deleted::Pending(obj) => self.respond(StatusCode::OK, obj),
+            Deleted::Gone(obj) => Ok(json_response(
+                StatusCode::OK,
+                &json!({
+                    "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                    "details": { "name": t.name(), "group": self.rt().group, "kind": self.rt().plural,
+                                 "uid": super::meta::uid(&obj).unwrap_or_default() },
+                }),
+            )),
+        }
+    }
+
+    pub fn delete_collection(&self) -> ApiResult<Response> {
+        let (labels, fields) = self.selectors()?;
+        let opts = self.delete_options()?;
+        let rt = Arc::clone(&self.target.rt);
+        let selected = |o: &Value| {
+            let view = convert::to_view(&rt, o.clone());
+            labels.matches(&view) && fields.matches(&view)
+        };
+        let deleted = self
+            .store()
+            .delete_collection(self.rt(), self.target.ns(), selected, &opts);
+        let items: Vec<Value> = deleted
+            .into_iter()
+            .map(|o| convert::to_view(self.rt(), o))
+            .collect();
+        let list = json!({ "kind": self.rt().list_kind, "apiVersion": self.rt().api_version(), "metadata": {}, "items": items });
+        Ok(json_response(StatusCode::OK, &list))
+    }
+}

@@ -1,0 +1,360 @@
+//! Custom resource schemas: list semantics for server-side apply, and a structural check that
+//! defaults, prunes unknown fields and rejects type errors as kube-apiserver does.
+//!
+//! The check covers `type`, `required`, `enum`, `nullable`, `default`, `properties`,
+//! `additionalProperties`, `items`, `x-kubernetes-preserve-unknown-fields`,
+//! `x-kubernetes-int-or-string` and `x-kubernetes-embedded-resource`. It skips formats,
+//! patterns, numeric and length bounds, CEL rules, and `metadata` (only name rules apply there).
+
+use serde_json::Value;
+
+/// How server-side apply merges a list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    Atomic,
+    Set,
+    Map(Vec<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Root,
+    Metadata,
+    /// A field of `metadata`.
+    MetaField,
+    Other,
+}
+
+/// A position in an object's schema, which may be unknown (built-in kinds carry none).
+#[derive(Debug, Clone, Copy)]
+pub struct Cursor<'a> {
+    node: Option<&'a Value>,
+    level: Level,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn root(schema: Option<&'a Value>) -> Self {
+        Cursor {
+            node: schema,
+            level: Level::Root,
+        }
+    }
+
+    /// The schema of field `name` of the object at this position.
+    pub fn field(self, name: &str) -> Cursor<'a> {
+        if self.level == Level::Root && name == "metadata" {
+            return Cursor {
+                node: None,
+                level: Level::Metadata,
+            };
+        }
+        let node = self.node.and_then(|n| {
+            n.get("properties")
+                .and_then(|p| p.get(name))
+                .or_else(|| n.get("additionalProperties").filter(|a| a.is_object()))
+        });
+        let level = if self.level == Level::Metadata {
+            Level::MetaField
+        } else {
+            Level::Other
+        };
+        Cursor { node, level }
+    }
+
+    pub fn items(self) -> Cursor<'a> {
+        Cursor {
+            node: self.node.and_then(|n| n.get("items")),
+            level: Level::Other,
+        }
+    }
+
+    /// How the list at this position (the value of field `name`) merges.
+    ///
+    /// The schema decides when it says; otherwise `conditions` lists merge by `type` (built-in
+    /// kinds and CRDs that forgot the marker), metadata lists follow ObjectMeta, and the rest
+    /// are atomic, which is what CRDs default to.
+    pub fn list_type(self, name: &str) -> ListType {
+        let explicit = self
+            .node
+            .and_then(|n| n.get("x-kubernetes-list-type"))
+            .and_then(Value::as_str);
+        match explicit {
+            Some("map") => {
+                let keys = self
+                    .node
+                    .and_then(|n| n.get("x-kubernetes-list-map-keys"))
+                    .and_then(Value::as_array)
+                    .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+                    .unwrap_or_default();
+                return ListType::Map(keys);
+            }
+            Some("set") => return ListType::Set,
+            Some(_) => return ListType::Atomic,
+            None => {}
+        }
+        match (self.level, name) {
+            (Level::MetaField, "finalizers") => ListType::Set,
+            (Level::MetaField, "ownerReferences") => ListType::Map(vec!["uid".into()]),
+            (_, "conditions") => ListType::Map(vec!["type".into()]),
+            _ => ListType::Atomic,
+        }
+    }
+
+    /// Whether the map at this position is replaced whole (`x-kubernetes-map-type: atomic`).
+    pub fn atomic_map(self) -> bool {
+        self.node
+            .and_then(|n| n.get("x-kubernetes-map-type"))
+            .and_then(Value::as_str)
+            == Some("atomic")
+    }
+}
+
+/// What a structural check found: hard errors, and unknown fields (already pruned).
+#[derive(Debug, Default)]
+pub struct Findings {
+    pub errors: Vec<(String, String)>,
+    pub unknown: Vec<String>,
+}
+
+/// Defaults, prunes and type-checks `obj` (a whole custom resource) against `schema`.
+pub fn check(schema: &Value, obj: &mut Value) -> Findings {
+    let mut findings = Findings::default();
+    let Some(map) = obj.as_object_mut() else {
+        findings.errors.push((String::new(), "must be an object".into()));
+        return findings;
+    };
+    walk_object(schema, map, "", true, &mut findings);
+    findings
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Returns false when the value must be dropped (a null where null is not allowed).
+fn walk(schema: &Value, value: &mut Value, path: &str, out: &mut Findings) -> bool {
+    if value.is_null() {
+        return schema.get("nullable").and_then(Value::as_bool).unwrap_or(false);
+    }
+    let actual = type_name(value);
+    if schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        if actual != "integer" && actual != "string" {
+            out.errors.push((
+                path.into(),
+                format!("Invalid value: \"{actual}\": {path} in body must be of type int-or-string"),
+            ));
+        }
+        return true;
+    }
+    if let Some(want) = schema.get("type").and_then(Value::as_str) {
+        let ok = want == actual || (want == "number" && actual == "integer");
+        if !ok {
+            out.errors.push((
+                path.into(),
+                format!("Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""),
+            ));
+            return true;
+        }
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        out.errors.push((
+            path.into(),
+            format!(
+                "Unsupported value: {value}: supported values: {}",
+                list.join(", ")
+            ),
+        ));
+    }
+    match value {
+        Value::Object(map) => {
+            let embedded = schema
+                .get("x-kubernetes-embedded-resource")
+                .and_then(Value::as_bool)
+                == Some(true);
+            walk_object(schema, map, path, embedded, out);
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk(item_schema, item, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+    true
+}
+
+fn walk_object(
+    schema: &Value,
+    map: &mut serde_json::Map<String, Value>,
+    path: &str,
+    resource: bool,
+    out: &mut Findings,
+) {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let additional = schema.get("additionalProperties");
+    let preserve = schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+        || additional.and_then(Value::as_bool) == Some(true);
+    if let Some(props) = props {
+        for (key, prop) in props {
+            if let Some(default) = prop.get("default")
+                && !map.contains_key(key)
+            {
+                map.insert(key.clone(), default.clone());
+            }
+        }
+    }
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        if resource && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+            continue;
+        }
+        let child_path = join(path, &key);
+        let child_schema = props
+            .and_then(|p| p.get(&key))
+            .or_else(|| additional.filter(|a| a.is_object()));
+        let keep = match (child_schema, map.get_mut(&key)) {
+            (Some(s), Some(v)) => walk(s, v, &child_path, out),
+            (None, _) if preserve => true,
+            (None, _) => {
+                out.unknown.push(child_path);
+                false
+            }
+            (Some(_), None) => true,
+        };
+        if !keep {
+            map.remove(&key);
+        }
+    }
+    for req in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(req) = req.as_str()
+            && !map.contains_key(req)
+        {
+            out.errors.push((join(path, req), "Required value".into()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "required": ["spec"],
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["url"],
+                    "properties": {
+                        "url": { "type": "string" },
+                        "replicas": { "type": "integer", "default": 1 },
+                        "mode": { "type": "string", "enum": ["a", "b"] },
+                        "port": { "x-kubernetes-int-or-string": true },
+                        "extra": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
+                        "labels": { "type": "object", "additionalProperties": { "type": "string" } }
+                    }
+                },
+                "status": {
+                    "type": "object",
+                    "properties": {
+                        "conditions": { "type": "array", "items": { "type": "object", "properties": { "type": { "type": "string" } } } }
+                    }
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn defaults_and_prunes() {
+        let mut obj = json!({
+            "apiVersion": "x/v1", "kind": "X", "metadata": { "name": "a" },
+            "spec": { "url": "u", "bogus": 1, "extra": { "any": [1] }, "labels": { "a": "b" } },
+            "status": { "conditions": [{ "type": "Ready", "junk": true }] }
+        });
+        let found = check(&schema(), &mut obj);
+        assert!(found.errors.is_empty(), "{:?}", found.errors);
+        assert_eq!(found.unknown, ["spec.bogus", "status.conditions[0].junk"]);
+        assert_eq!(obj["spec"]["replicas"], 1);
+        assert_eq!(obj["spec"]["extra"]["any"], json!([1]));
+        assert!(obj["spec"].get("bogus").is_none());
+    }
+
+    #[test]
+    fn rejects_wrong_types_missing_and_enum() {
+        let mut obj =
+            json!({ "spec": { "replicas": "three", "mode": "c", "port": true, "labels": { "a": 1 } } });
+        let found = check(&schema(), &mut obj);
+        let fields: Vec<&str> = found.errors.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.labels.a",
+                "spec.mode",
+                "spec.port",
+                "spec.replicas",
+                "spec.url"
+            ]
+        );
+    }
+
+    #[test]
+    fn list_types_follow_schema_then_conventions() {
+        let s = json!({ "properties": { "spec": { "properties": {
+            "hosts": { "type": "array", "x-kubernetes-list-type": "set" },
+            "ports": { "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"] }
+        } } } });
+        let spec = Cursor::root(Some(&s)).field("spec");
+        assert_eq!(spec.field("hosts").list_type("hosts"), ListType::Set);
+        assert_eq!(
+            spec.field("ports").list_type("ports"),
+            ListType::Map(vec!["port".into(), "protocol".into()])
+        );
+        assert_eq!(spec.field("other").list_type("other"), ListType::Atomic);
+        assert_eq!(
+            Cursor::root(None)
+                .field("status")
+                .field("conditions")
+                .list_type("conditions"),
+            ListType::Map(vec!["type".into()])
+        );
+        assert_eq!(
+            Cursor::root(None)
+                .field("metadata")
+                .field("finalizers")
+                .list_type("finalizers"),
+            ListType::Set
+        );
+    }
+}

@@ -1,0 +1,516 @@
+//! Create, update, patch and server-side apply.
+
+use serde_json::{Value, json};
+
+use super::{
+    ApplyRequest, ChangeKind, ManagerKey, ObjKey, Store, Sub, WriteOptions,
+    kinds::{crd_status, is_crd, is_namespace, is_secret, namespace_storage, normalize_secret},
+    ns_key, rv_of,
+};
+use crate::apiserver::{
+    apply::{self, Apply},
+    convert,
+    error::{ApiError, ApiResult, Reason},
+    meta,
+    resources::{ResourceType, crd_types},
+    schema,
+};
+
+/// Everything but metadata (and status, when it is a subresource): what generation counts.
+fn spec_part(rt: &ResourceType, obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(map) = v.as_object_mut() {
+        for field in ["metadata", "apiVersion", "kind"] {
+            map.remove(field);
+        }
+        if rt.status_subresource {
+            map.remove("status");
+        }
+    }
+    v
+}
+
+impl Store {
+    fn check_namespace(&self, rt: &ResourceType, ns: Option<&str>, creating: Option<&str>) -> ApiResult<()> {
+        if !rt.namespaced {
+            return Ok(());
+        }
+        let ns = ns.unwrap_or_default();
+        let key = ObjKey {
+            namespace: String::new(),
+            name: ns.to_string(),
+        };
+        let Some(entry) = self.objects.get(&namespace_storage()).and_then(|m| m.get(&key)) else {
+            return Err(ApiError::not_found("namespaces", ns));
+        };
+        if let Some(name) = creating
+            && meta::is_deleting(&entry.obj)
+        {
+            return Err(ApiError::new(
+                Reason::Forbidden,
+                format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    rt.qualified()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Structural schema check for custom resources, CRD checks for CRDs, and what Secret
+    /// writes imply (`stringData` folded into base64 `data`, `type` defaulted to Opaque).
+    fn validate(&self, rt: &ResourceType, obj: &mut Value, opts: &WriteOptions) -> ApiResult<()> {
+        let name = meta::name(obj).unwrap_or_default().to_string();
+        if is_secret(rt) {
+            normalize_secret(rt, &name, obj)?;
+        }
+        if let Some(schema) = &rt.schema {
+            let found = schema::check(schema, obj);
+            if opts.strict && !found.unknown.is_empty() {
+                let fields: Vec<String> = found
+                    .unknown
+                    .iter()
+                    .map(|f| format!("unknown field \"{f}\""))
+                    .collect();
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    fields.join(", ")
+                )));
+            }
+            if !found.errors.is_empty() {
+                return Err(ApiError::invalid(&rt.kind_qualified(), &name, &found.errors));
+            }
+        }
+        if is_crd(rt) {
+            crd_types(obj)?;
+        }
+        Ok(())
+    }
+
+    fn set_namespace(rt: &ResourceType, obj: &mut Value, ns: Option<&str>) -> ApiResult<()> {
+        let meta = meta::metadata_mut(obj);
+        if !rt.namespaced {
+            meta.remove("namespace");
+            return Ok(());
+        }
+        let ns = ns.unwrap_or_default();
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(given) if !given.is_empty() && given != ns => Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )),
+            _ => {
+                meta.insert("namespace".into(), ns.into());
+                Ok(())
+            }
+        }
+    }
+
+    pub fn create(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body of the request was not an object"));
+        }
+        let mut obj = convert::from_view(rt, obj);
+        Self::set_namespace(rt, &mut obj, ns)?;
+        let name = self.name_for_create(rt, ns, &obj)?;
+        let key = ns_key(rt, ns, &name);
+        stamp_new(rt, &mut obj, &name);
+        self.validate(rt, &mut obj, opts)?;
+        if is_crd(rt) {
+            crd_status(&mut obj, None);
+        }
+        if opts.dry_run {
+            return Ok(obj);
+        }
+        let obj = self.commit(&rt.storage, &key, ChangeKind::Added, obj);
+        if is_crd(rt) {
+            self.registry.register_crd(&obj)?;
+        }
+        self.collect_garbage();
+        Ok(obj)
+    }
+
+    /// The name a create ends up with (generated if asked), checked for form and uniqueness
+    /// in a namespace that accepts new objects.
+    fn name_for_create(&self, rt: &ResourceType, ns: Option<&str>, obj: &Value) -> ApiResult<String> {
+        let name = match meta::name(obj) {
+            Some(name) => name.to_string(),
+            None => self.generate_name(rt, ns, obj)?,
+        };
+        self.check_namespace(rt, ns, Some(&name))?;
+        let valid = if is_namespace(rt) {
+            meta::is_dns_label(&name)
+        } else {
+            meta::is_dns_subdomain(&name)
+        };
+        if !valid {
+            let why = format!(
+                "Invalid value: \"{name}\": a lowercase RFC 1123 name must consist of lower case alphanumeric characters, '-' or '.'"
+            );
+            let cause = ("metadata.name".to_string(), why);
+            return Err(ApiError::invalid(&rt.kind_qualified(), &name, &[cause]));
+        }
+        if self
+            .entries(&rt.storage)
+            .is_some_and(|m| m.contains_key(&ns_key(rt, ns, &name)))
+        {
+            return Err(ApiError::already_exists(&rt.qualified(), &name));
+        }
+        Ok(name)
+    }
+
+    fn generate_name(&self, rt: &ResourceType, ns: Option<&str>, obj: &Value) -> ApiResult<String> {
+        let Some(prefix) = meta::meta_str(obj, "generateName") else {
+            let cause = (
+                "metadata.name".to_string(),
+                "Required value: name or generateName is required".to_string(),
+            );
+            return Err(ApiError::invalid(&rt.kind_qualified(), "", &[cause]));
+        };
+        let taken = |n: &str| {
+            self.entries(&rt.storage)
+                .is_some_and(|m| m.contains_key(&ns_key(rt, ns, n)))
+        };
+        let name = std::iter::repeat_with(|| format!("{prefix}{}", meta::name_suffix()))
+            .find(|n| !taken(n))
+            .expect("an endless iterator finds a free name");
+        Ok(name)
+    }
+
+    /// PUT: replaces the object (or its status), with optimistic concurrency when the body
+    /// carries a resourceVersion.
+    pub fn update(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        obj: Value,
+        sub: Sub,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        if !obj.is_object() {
+            return Err(ApiError::bad_request("the body of the request was not an object"));
+        }
+        let mut obj = convert::from_view(rt, obj);
+        if meta::name(&obj).is_some_and(|n| n != name) {
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
+        }
+        Self::set_namespace(rt, &mut obj, ns)?;
+        self.write_existing(rt, &ns_key(rt, ns, name), obj, sub, opts)
+    }
+
+    /// PATCH (all but apply): `edit` changes the object as this version shows it.
+    pub fn patch(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        sub: Sub,
+        opts: &WriteOptions,
+        edit: impl FnOnce(&mut Value) -> ApiResult<()>,
+    ) -> ApiResult<Value> {
+        let key = ns_key(rt, ns, name);
+        let mut view = convert::to_view(rt, self.entry(rt, &key)?.obj.clone());
+        edit(&mut view)?;
+        if !view.is_object() {
+            return Err(ApiError::bad_request("the patch did not produce an object"));
+        }
+        let mut obj = convert::from_view(rt, view);
+        Self::set_namespace(rt, &mut obj, ns)?;
+        if meta::name(&obj) != Some(name) {
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
+        }
+        self.write_existing(rt, &key, obj, sub, opts)
+    }
+
+    /// The common tail of update, patch and apply to an existing object.
+    fn write_existing(
+        &mut self,
+        rt: &ResourceType,
+        key: &ObjKey,
+        new: Value,
+        sub: Sub,
+        opts: &WriteOptions,
+    ) -> ApiResult<Value> {
+        let old = self.entry(rt, key)?.obj.clone();
+        if let Some(rv) = rv_of(&new)
+            && Some(rv) != rv_of(&old)
+        {
+            return Err(ApiError::stale(&rt.qualified(), &key.name));
+        }
+        let mut new = carry_over(rt, &old, new, sub);
+        if meta::is_deleting(&old) {
+            let before = meta::finalizers(&old);
+            if meta::finalizers(&new).iter().any(|f| !before.contains(f)) {
+                let cause = (
+                    "metadata.finalizers".into(),
+                    "Forbidden: no new finalizers can be added if the object is being deleted".into(),
+                );
+                return Err(ApiError::invalid(&rt.kind_qualified(), &key.name, &[cause]));
+            }
+        }
+        self.validate(rt, &mut new, opts)?;
+        if is_crd(rt) && sub == Sub::Main {
+            crd_status(&mut new, Some(&old));
+        }
+        if rt.tracks_generation && spec_part(rt, &old) != spec_part(rt, &new) {
+            let generation = meta::metadata(&old)
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64);
+            let generation = generation.unwrap_or(0) + 1;
+            meta::set_meta(&mut new, "generation", generation);
+        }
+        // Like kube-apiserver, a write that changes nothing is not stored and bumps nothing.
+        if new == old || opts.dry_run {
+            return Ok(new);
+        }
+        if meta::is_deleting(&new) && meta::finalizers(&new).is_empty() {
+            let gone = self.remove(rt, key, new);
+            self.collect_garbage();
+            return Ok(gone);
+        }
+        let committed = self.commit(&rt.storage, key, ChangeKind::Modified, new);
+        if is_crd(rt) {
+            self.registry.register_crd(&committed)?;
+        }
+        self.collect_garbage();
+        Ok(committed)
+    }
+
+    /// Server-side apply; creates the object when it does not exist. Returns whether it did.
+    pub fn apply(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        config: Value,
+        req: &ApplyRequest,
+    ) -> ApiResult<(Value, bool)> {
+        let (owned, precondition) = apply_scope(rt, name, req.sub, config)?;
+        let key = ns_key(rt, ns, name);
+        let Ok(entry) = self.entry(rt, &key) else {
+            return self.apply_create(rt, ns, name, owned, req);
+        };
+        if let Some(rv) = precondition
+            && Some(rv.as_str()) != rv_of(&entry.obj)
+        {
+            return Err(ApiError::stale(&rt.qualified(), name));
+        }
+        let mine = (req.manager.to_string(), req.sub);
+        let previous = entry.applied.get(&mine).cloned();
+        let other_keys: Vec<ManagerKey> = entry.applied.keys().filter(|k| **k != mine).cloned().collect();
+        let mut others: Vec<(String, Value)> = other_keys
+            .iter()
+            .map(|k| (k.0.clone(), entry.applied[k].clone()))
+            .collect();
+        let current = entry.obj.clone();
+        let merged = Apply {
+            current: Some(&current),
+            config: &owned,
+            previous: previous.as_ref(),
+            others: &mut others,
+            schema: rt.schema.as_ref(),
+            force: req.force,
+        }
+        .run()
+        .map_err(|c| conflict_error(rt, name, &c))?;
+        let result = self.write_existing(rt, &key, merged, req.sub, req.opts)?;
+        let transferred = other_keys
+            .into_iter()
+            .zip(others.into_iter().map(|(_, c)| c))
+            .collect();
+        self.record_applied(rt, &key, req, owned, transferred);
+        Ok((result, false))
+    }
+
+    fn apply_create(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        owned: Value,
+        req: &ApplyRequest,
+    ) -> ApiResult<(Value, bool)> {
+        if req.sub == Sub::Status {
+            return Err(ApiError::not_found(&rt.qualified(), name));
+        }
+        let apply = Apply {
+            current: None,
+            config: &owned,
+            previous: None,
+            others: &mut [],
+            schema: rt.schema.as_ref(),
+            force: req.force,
+        };
+        let mut obj = apply.run().map_err(|c| conflict_error(rt, name, &c))?;
+        obj["apiVersion"] = rt.api_version().into();
+        obj["kind"] = rt.kind.clone().into();
+        meta::set_meta(&mut obj, "name", name);
+        let created = self.create(rt, ns, convert::to_view(rt, obj), req.opts)?;
+        self.record_applied(rt, &ns_key(rt, ns, name), req, owned, Vec::new());
+        Ok((created, true))
+    }
+
+    /// Remembers what a manager applied, and what others still own after a forced apply.
+    fn record_applied(
+        &mut self,
+        rt: &ResourceType,
+        key: &ObjKey,
+        req: &ApplyRequest,
+        config: Value,
+        others: Vec<(ManagerKey, Value)>,
+    ) {
+        if req.opts.dry_run {
+            return;
+        }
+        let Some(entry) = self.objects.get_mut(&rt.storage).and_then(|m| m.get_mut(key)) else {
+            return;
+        };
+        entry.applied.insert((req.manager.to_string(), req.sub), config);
+        entry.applied.extend(others);
+    }
+}
+
+/// Checks an apply configuration against the URL and reduces it to what this subresource
+/// owns. Returns it with the resourceVersion precondition it carried, if any.
+fn apply_scope(rt: &ResourceType, name: &str, sub: Sub, config: Value) -> ApiResult<(Value, Option<String>)> {
+    let (api_version, kind) = (
+        config.get("apiVersion").and_then(Value::as_str),
+        config.get("kind").and_then(Value::as_str),
+    );
+    if api_version != Some(&rt.api_version()) || kind != Some(&rt.kind) {
+        return Err(ApiError::bad_request(format!(
+            "apply configuration must set apiVersion \"{}\" and kind \"{}\"",
+            rt.api_version(),
+            rt.kind
+        )));
+    }
+    if meta::name(&config).is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(
+            "the name of the object does not match the name on the URL",
+        ));
+    }
+    let config = convert::from_view(rt, config);
+    let precondition = rv_of(&config).map(String::from);
+    let mut owned = apply::owned_part(&config);
+    if let Some(map) = owned.as_object_mut() {
+        match sub {
+            Sub::Status => map.retain(|k, _| k == "status"),
+            Sub::Main if rt.status_subresource => {
+                map.remove("status");
+            }
+            Sub::Main => {}
+        }
+    }
+    Ok((owned, precondition))
+}
+
+/// Server-set fields of a new object, and what a create may not set.
+fn stamp_new(rt: &ResourceType, obj: &mut Value, name: &str) {
+    let meta = meta::metadata_mut(obj);
+    meta.insert("name".into(), name.into());
+    meta.insert("uid".into(), meta::new_uid().into());
+    meta.insert("creationTimestamp".into(), meta::now_rfc3339().into());
+    for server_owned in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "generation",
+        "selfLink",
+    ] {
+        meta.remove(server_owned);
+    }
+    if rt.tracks_generation {
+        meta.insert("generation".into(), 1.into());
+    }
+    if rt.status_subresource
+        && let Some(map) = obj.as_object_mut()
+    {
+        // Status is written through /status only, so a create cannot set it.
+        map.remove("status");
+    }
+    if is_namespace(rt) {
+        if obj.get("spec").is_none() {
+            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+        }
+        obj["status"] = json!({ "phase": "Active" });
+    }
+}
+
+/// `new` as a write to `sub` may leave it: a status write changes only status, a main write
+/// never changes status (when it is a subresource), and server-set metadata stays.
+fn carry_over(rt: &ResourceType, old: &Value, mut new: Value, sub: Sub) -> Value {
+    match sub {
+        Sub::Status => {
+            let status = new.get("status").cloned();
+            new = old.clone();
+            let map = new.as_object_mut().expect("stored objects are objects");
+            match status {
+                Some(status) => map.insert("status".into(), status),
+                None => map.remove("status"),
+            };
+        }
+        Sub::Main if rt.status_subresource => {
+            let map = new.as_object_mut().expect("checked by callers");
+            match old.get("status") {
+                Some(status) => map.insert("status".into(), status.clone()),
+                None => map.remove("status"),
+            };
+        }
+        Sub::Main => {}
+    }
+    let old_meta = meta::metadata(old).cloned().unwrap_or_default();
+    let meta = meta::metadata_mut(&mut new);
+    for server_owned in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "resourceVersion",
+    ] {
+        match old_meta.get(server_owned) {
+            Some(v) => meta.insert(server_owned.into(), v.clone()),
+            None => meta.remove(server_owned),
+        };
+    }
+    meta.remove("managedFields");
+    new
+}
+
+fn conflict_error(rt: &ResourceType, name: &str, conflicts: &[(String, String)]) -> ApiError {
+    let lines: Vec<String> = conflicts
+        .iter()
+        .map(|(m, f)| format!("conflict with \"{m}\": {f}"))
+        .collect();
+    let noun = if conflicts.len() == 1 {
+        "conflict"
+    } else {
+        "conflicts"
+    };
+    let mut err = ApiError::new(
+        Reason::Conflict,
+        format!(
+            "Apply failed with {} {noun}: {}",
+            conflicts.len(),
+            lines.join("\n")
+        ),
+    );
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|(m, f)| json!({ "reason": "FieldManagerConflict", "message": format!("conflict with \"{m}\""), "field": f }))
+        .collect();
+    let (plural, group) = (rt.plural.clone(), rt.group.clone());
+    err.details = Some(json!({ "name": name, "group": group, "kind": plural, "causes": causes }));
+    err
+}

@@ -1,0 +1,157 @@
+//! Watch streams: newline-delimited JSON `WatchEvent`s over a chunked response.
+
+use std::{convert::Infallible, sync::Arc, time::Duration};
+
+use axum::body::Body;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast::error::RecvError, mpsc, watch};
+
+use super::{
+    convert,
+    error::ApiError,
+    negotiate::Output,
+    resources::ResourceType,
+    selector::{FieldSelector, LabelSelector},
+    store::{Change, ChangeKind, WatchStart},
+};
+
+/// What one watch request asked for.
+pub struct WatchSpec {
+    pub rt: Arc<ResourceType>,
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub output: Output,
+    /// `allowWatchBookmarks=true`.
+    pub bookmarks: bool,
+    /// `sendInitialEvents=true`: end the initial ADDED events with an annotated BOOKMARK.
+    pub initial_events_end: bool,
+    pub timeout: Option<Duration>,
+    pub bookmark_interval: Duration,
+}
+
+impl WatchSpec {
+    fn render(&self, obj: &Value) -> Value {
+        self.output
+            .object(&self.rt, convert::to_view(&self.rt, obj.clone()))
+    }
+
+    fn selects(&self, view: &Value) -> bool {
+        self.labels.matches(view) && self.fields.matches(view)
+    }
+
+    /// The event this watcher sees for a change, if any: a modification that moves an object
+    /// into or out of the selection reads as ADDED or DELETED, as with kube-apiserver.
+    fn translate(&self, kind: ChangeKind, obj: &Value, old: Option<&Value>) -> Option<Value> {
+        let full = convert::to_view(&self.rt, obj.clone());
+        let now = self.selects(&full);
+        let then = old
+            .map(|o| self.selects(&convert::to_view(&self.rt, o.clone())))
+            .unwrap_or(now);
+        let kind = match (kind, then, now) {
+            (ChangeKind::Modified, true, true) => ChangeKind::Modified,
+            (ChangeKind::Modified, false, true) => ChangeKind::Added,
+            (ChangeKind::Modified, true, false) => ChangeKind::Deleted,
+            (ChangeKind::Added | ChangeKind::Deleted, _, true) => kind,
+            _ => return None,
+        };
+        Some(json!({ "type": kind.as_str(), "object": self.render(obj) }))
+    }
+
+    fn concerns(&self, change: &Change) -> bool {
+        change.storage == self.rt.storage
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == change.key.namespace)
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Value {
+        let (kind, api_version) = self.output.bookmark_type(&self.rt);
+        let mut metadata = json!({ "resourceVersion": rv.to_string() });
+        if initial_end {
+            metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+        }
+        json!({ "type": "BOOKMARK", "object": { "kind": kind, "apiVersion": api_version, "metadata": metadata } })
+    }
+}
+
+fn line(event: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(event).expect("JSON values serialise");
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+/// A response body streaming the watch; `closer` ends it when its value changes.
+pub fn body(spec: WatchSpec, start: Result<WatchStart, ApiError>, closer: watch::Receiver<u64>) -> Body {
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(async move {
+        match start {
+            Ok(start) => run(spec, start, closer, tx).await,
+            Err(err) => {
+                let _ = tx
+                    .send(line(&json!({ "type": "ERROR", "object": err.to_status() })))
+                    .await;
+            }
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+    });
+    Body::from_stream(stream)
+}
+
+async fn run(spec: WatchSpec, start: WatchStart, mut closer: watch::Receiver<u64>, tx: mpsc::Sender<Bytes>) {
+    let WatchStart { initial, mut rx, rv } = start;
+    let mut last_rv = rv;
+    for (kind, obj, old) in &initial {
+        if let Some(event) = spec.translate(*kind, obj, old.as_ref())
+            && tx.send(line(&event)).await.is_err()
+        {
+            return;
+        }
+    }
+    if spec.initial_events_end && tx.send(line(&spec.bookmark(last_rv, true))).await.is_err() {
+        return;
+    }
+    let deadline = spec.timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut ticker = tokio::time::interval(spec.bookmark_interval);
+    ticker.tick().await;
+    loop {
+        // Biased so that a close requested before a write ends the stream before that write's
+        // event goes out: tests rely on that to make a watcher resume from an older version.
+        let next = tokio::select! {
+            biased;
+            _ = closer.changed() => return,
+            _ = tx.closed() => return,
+            received = rx.recv() => match received {
+                Ok(change) => {
+                    if change.rv <= last_rv {
+                        continue;
+                    }
+                    last_rv = change.rv;
+                    if !spec.concerns(&change) {
+                        continue;
+                    }
+                    match spec.translate(change.kind, &change.object, change.old.as_ref()) {
+                        Some(event) => event,
+                        None => continue,
+                    }
+                }
+                // This watcher fell too far behind to replay what it missed: make it relist.
+                Err(RecvError::Lagged(_)) => {
+                    let gone = ApiError::expired("too old resource version: watcher fell behind");
+                    json!({ "type": "ERROR", "object": gone.to_status() })
+                }
+                Err(RecvError::Closed) => return,
+            },
+            _ = ticker.tick(), if spec.bookmarks => spec.bookmark(last_rv, false),
+            _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => return,
+        };
+        let is_error = next.get("type").and_then(Value::as_str) == Some("ERROR");
+        if tx.send(line(&next)).await.is_err() || is_error {
+            return;
+        }
+    }
+}

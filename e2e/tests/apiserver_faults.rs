@@ -1,0 +1,213 @@
+//! Request counts, injected faults, latency and cut watches.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use e2e::apiserver::{Count, Counts, Fault, FaultKind, Verb};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+    runtime::{watcher, watcher::Event},
+};
+use serde_json::json;
+use support::{Widget, code, config_map, reason, start, widget};
+
+#[tokio::test]
+async fn requests_are_counted_by_verb_and_resource() {
+    let h = start().await;
+    h.install_widgets().await;
+    h.server.reset_counts();
+    let widgets: Api<Widget> = h.api();
+    widgets
+        .create(&PostParams::default(), &widget("w", 1))
+        .await
+        .unwrap();
+    widgets.get("w").await.unwrap();
+    widgets.get("w").await.unwrap();
+    widgets.list(&ListParams::default()).await.unwrap();
+    widgets
+        .patch_status(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "phase": "x" } })),
+        )
+        .await
+        .unwrap();
+    let _ = widgets.get("missing").await;
+
+    let counts = h.server.counts();
+    assert_eq!(counts.get(Verb::Create, "widgets"), 1);
+    assert_eq!(counts.get(Verb::Get, "widgets"), 3);
+    assert_eq!(counts.get(Verb::List, "widgets"), 1);
+    assert_eq!(counts.get(Verb::Patch, "widgets/status"), 1);
+    assert_eq!(counts.get(Verb::Patch, "widgets"), 0);
+    assert_eq!(counts.total(), 6);
+
+    h.server.reset_counts();
+    assert_eq!(h.server.counts(), Counts::default());
+}
+
+#[tokio::test]
+async fn counts_are_readable_and_resettable_over_http() {
+    let h = start().await;
+    h.api::<ConfigMap>()
+        .create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    let text = h
+        .client
+        .request_text(http::Request::get("/testserver/counts").body(vec![]).unwrap())
+        .await
+        .unwrap();
+    let rows: Vec<Count> = serde_json::from_str(&text).unwrap();
+    assert_eq!(Counts::from_rows(rows).get(Verb::Create, "configmaps"), 1);
+    h.client
+        .request_text(http::Request::delete("/testserver/counts").body(vec![]).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(h.server.counts().total(), 0);
+}
+
+#[tokio::test]
+async fn internal_error_faults_fail_the_next_matching_requests() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    h.server.inject(
+        Fault::new(FaultKind::InternalError)
+            .verb(Verb::Create)
+            .resource("configmaps")
+            .times(2),
+    );
+    cms.get_opt("unrelated").await.unwrap();
+    for _ in 0..2 {
+        let err = cms
+            .create(&PostParams::default(), &config_map("a", &[]))
+            .await
+            .unwrap_err();
+        assert_eq!((code(&err), reason(&err).as_str()), (500, "InternalError"));
+    }
+    cms.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    assert_eq!(h.server.counts().get(Verb::Create, "configmaps"), 3);
+}
+
+#[tokio::test]
+async fn conflict_faults_look_like_lost_races() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    cms.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    h.server.inject(Fault::new(FaultKind::Conflict).verb(Verb::Patch));
+    let patch = Patch::Merge(json!({ "data": { "k": "v" } }));
+    let err = cms.patch("a", &PatchParams::default(), &patch).await.unwrap_err();
+    assert_eq!((code(&err), reason(&err).as_str()), (409, "Conflict"));
+    assert!(
+        cms.get("a").await.unwrap().data.is_none(),
+        "the faulted write did not happen"
+    );
+    cms.patch("a", &PatchParams::default(), &patch).await.unwrap();
+}
+
+#[tokio::test]
+async fn too_many_requests_faults_carry_retry_after_and_kube_retries_them() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    h.server.inject(
+        Fault::new(FaultKind::TooManyRequests {
+            retry_after_seconds: 1,
+        })
+        .verb(Verb::Get)
+        .resource("configmaps"),
+    );
+    let started = Instant::now();
+    assert!(
+        cms.get_opt("a").await.unwrap().is_none(),
+        "kube's client retried after the 429"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "Retry-After was honoured: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(h.server.counts().get(Verb::Get, "configmaps"), 2);
+
+    // The raw answer: 429, reason TooManyRequests, Retry-After header.
+    h.server.inject(Fault::new(FaultKind::TooManyRequests {
+        retry_after_seconds: 7,
+    }));
+    let req = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let mut config = h.server.config().unwrap();
+    config.default_retry = false;
+    let plain = kube::Client::try_from(config).unwrap();
+    let response = plain.send(req).await.unwrap();
+    assert_eq!(response.status(), 429);
+    assert_eq!(response.headers()["retry-after"], "7");
+}
+
+#[tokio::test]
+async fn faults_can_be_injected_over_http() {
+    let h = start().await;
+    let fault =
+        json!({ "verb": "list", "resource": "configmaps", "kind": { "type": "internalError" }, "times": 1 });
+    let req = http::Request::post("/testserver/faults")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&fault).unwrap())
+        .unwrap();
+    h.client.request_text(req).await.unwrap();
+    let err = h
+        .api::<ConfigMap>()
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 500);
+    h.api::<ConfigMap>().list(&ListParams::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn latency_delays_every_request() {
+    let h = start().await;
+    h.server.set_latency(Duration::from_millis(200));
+    let started = Instant::now();
+    h.api::<ConfigMap>().get_opt("a").await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    h.server.set_latency(Duration::ZERO);
+}
+
+#[tokio::test]
+async fn closed_watches_are_resumed_by_kube_watchers() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
+    let mut init_done = false;
+    while !init_done {
+        init_done = matches!(events.next().await.unwrap().unwrap(), Event::InitDone);
+    }
+    let watches_before = h.server.counts().get(Verb::Watch, "configmaps");
+    h.server.close_watches();
+    cms.create(&PostParams::default(), &config_map("after-cut", &[]))
+        .await
+        .unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), events.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(event, Event::Apply(ref o) if o.metadata.name.as_deref() == Some("after-cut")));
+    assert_eq!(
+        h.server.counts().get(Verb::Watch, "configmaps"),
+        watches_before + 1,
+        "one re-watch"
+    );
+    assert_eq!(
+        h.server.counts().get(Verb::List, "configmaps"),
+        1,
+        "no relist needed"
+    );
+}
