@@ -1,0 +1,71 @@
+{{/* Chart name, or nameOverride. */}}
+{{- define "cfssl-issuer.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Prefix of every resource name: fullnameOverride, else <release>-<chart name> (just the
+release name when it already contains the chart name). 63 characters at most.
+*/}}
+{{- define "cfssl-issuer.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Labels on every resource. */}}
+{{- define "cfssl-issuer.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "cfssl-issuer.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Labels that select the manager pods; never change them, Deployment selectors are immutable. */}}
+{{- define "cfssl-issuer.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cfssl-issuer.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The manager's ServiceAccount. */}}
+{{- define "cfssl-issuer.serviceAccountName" -}}
+{{- include "cfssl-issuer.fullname" . }}
+{{- end }}
+
+{{/* <repository>/<name>:<tag>, the tag defaulting to the chart's appVersion. */}}
+{{- define "cfssl-issuer.image" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion }}
+{{- if .Values.image.repository }}
+{{- printf "%s/%s:%s" (trimSuffix "/" .Values.image.repository) .Values.image.name $tag }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.name $tag }}
+{{- end }}
+{{- end }}
+
+{{/* Namespace of ClusterIssuer Secrets: clusterResourceNamespace or the release namespace. */}}
+{{- define "cfssl-issuer.clusterResourceNamespace" -}}
+{{- .Values.clusterResourceNamespace | default .Release.Namespace }}
+{{- end }}
+
+{{/*
+"true" when the Issuer and ClusterIssuer objects can be rendered in this release.
+
+Helm maps every object of a release to an API before it creates any, so an Issuer cannot
+be installed in the same `helm install` that creates its CRD ("resource mapping not
+found ... ensure CRDs are installed first"). With crds.install the issuers are therefore
+rendered only once the cluster serves the API: the first install creates the CRDs, the
+manager and the Secrets, and the next `helm upgrade` (same values) creates the issuers.
+Offline, `helm template --api-versions cfssl-issuer.wikimedia.org/v1alpha1` renders them.
+*/}}
+{{- define "cfssl-issuer.issuersRenderable" -}}
+{{- if or (not .Values.crds.install) (.Capabilities.APIVersions.Has "cfssl-issuer.wikimedia.org/v1alpha1") -}}
+true
+{{- end }}
+{{- end }}
