@@ -4,3 +4,4 @@
 //! against "a cluster" on machines without one.
 
 pub mod apiserver;
+pub mod harness;

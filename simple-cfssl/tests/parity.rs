@@ -311,10 +311,12 @@ fn comparable(reply: &Reply) -> Value {
 
 #[tokio::test]
 async fn answers_match_the_real_multirootca() {
-    if !multirootca_installed() {
-        eprintln!("multirootca not installed (apt-get install golang-cfssl): parity not checked");
-        return;
-    }
+    // Fails rather than skips: a parity test that silently passes without its reference
+    // server would check nothing.
+    assert!(
+        multirootca_installed(),
+        "multirootca and cfssl are needed (apt-get install golang-cfssl)"
+    );
     let (_lab, real) = start_multirootca();
     let mut config = simple_cfssl::Config::test_default(KEY);
     // Stock multirootca knows no `bundle` field.

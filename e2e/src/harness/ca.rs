@@ -1,0 +1,145 @@
+//! The CFSSL CA a scenario signs with.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context as _;
+
+use super::KEY_HEX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Our simple-cfssl, in this process (so a scenario can take it down and up).
+    SimpleCfssl,
+    /// The real multirootca from Debian's golang-cfssl, started by scripts/multirootca-lab.sh.
+    Multirootca,
+    /// Whatever `E2E_CFSSL_URL` names, as the manager in the cluster reaches it.
+    External,
+}
+
+/// A running CA with labels `intermediate1`/`intermediate2` and profiles `default`, `server`,
+/// `server-short` and `client` keyed with [`KEY_HEX`].
+pub struct Ca {
+    pub backend: Backend,
+    /// The URL as the manager reaches it.
+    pub url: String,
+    pub key_hex: String,
+    /// The root the issued chains verify to, when known.
+    pub root_pem: Option<String>,
+    /// PEM the issuer must trust for TLS to the CA (`spec.caBundle`), if any.
+    pub tls_ca_pem: Option<String>,
+    guard: Guard,
+}
+
+enum Guard {
+    Simple(simple_cfssl::Running),
+    Multirootca(tempfile::TempDir),
+    None,
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Guard::Multirootca(dir) = self {
+            let _ = Command::new(lab_script()).arg("stop").arg(dir.path()).status();
+        }
+    }
+}
+
+fn lab_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/multirootca-lab.sh")
+}
+
+impl Ca {
+    /// simple-cfssl over TLS with its own TLS CA; or, against a real cluster, the external CA.
+    pub async fn simple(external: bool) -> anyhow::Result<Ca> {
+        if external {
+            return Ok(Ca::external());
+        }
+        let mut config = simple_cfssl::Config::test_default(KEY_HEX);
+        config.tls = true;
+        let running = simple_cfssl::spawn(config).await?;
+        Ok(Ca {
+            backend: Backend::SimpleCfssl,
+            url: running.url.clone(),
+            key_hex: KEY_HEX.into(),
+            root_pem: Some(running.root_pem.clone()),
+            tls_ca_pem: running.tls_ca_pem.clone(),
+            guard: Guard::Simple(running),
+        })
+    }
+
+    /// A real multirootca on 127.0.0.1 (plain HTTP, as multirootca's lab runs it).
+    pub fn multirootca() -> anyhow::Result<Ca> {
+        let dir = tempfile::tempdir()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let out = Command::new(lab_script())
+            .arg("start")
+            .arg(dir.path())
+            .arg(port.to_string())
+            .output()
+            .context("run scripts/multirootca-lab.sh (is golang-cfssl installed?)")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "multirootca lab failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = String::from_utf8(out.stdout)?;
+        let field = |name: &str| {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(name))
+                .map(str::to_string)
+                .with_context(|| format!("{name} in {line}"))
+        };
+        Ok(Ca {
+            backend: Backend::Multirootca,
+            url: field("URL=")?,
+            key_hex: KEY_HEX.into(),
+            root_pem: Some(std::fs::read_to_string(field("CA=")?)?),
+            tls_ca_pem: None,
+            guard: Guard::Multirootca(dir),
+        })
+    }
+
+    fn external() -> Ca {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let read = |name: &str| var(name).and_then(|path| std::fs::read_to_string(path).ok());
+        Ca {
+            backend: Backend::External,
+            url: var("E2E_CFSSL_URL").unwrap_or_else(|| "https://simple-cfssl.simple-cfssl.svc:8888".into()),
+            key_hex: var("E2E_CFSSL_KEY").unwrap_or_else(|| KEY_HEX.into()),
+            root_pem: read("E2E_CFSSL_ROOT"),
+            tls_ca_pem: read("E2E_CFSSL_TLS_CA"),
+            guard: Guard::None,
+        }
+    }
+
+    /// Takes the CA down (every request gets a 503 from "a proxy") or brings it back.
+    /// Only simple-cfssl in this process can; returns false elsewhere.
+    pub fn set_available(&self, up: bool) -> bool {
+        match &self.guard {
+            Guard::Simple(running) => {
+                running.set_available(up);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Certificates signed so far (simple-cfssl only).
+    pub fn issued_count(&self) -> Option<u64> {
+        match &self.guard {
+            Guard::Simple(running) => Some(running.issued_count()),
+            _ => None,
+        }
+    }
+
+    /// The PEM a TLS client must trust to reach this CA, written to a file (for SSL_CERT_FILE).
+    pub fn tls_ca_file(&self, dir: &Path) -> anyhow::Result<Option<PathBuf>> {
+        let Some(pem) = &self.tls_ca_pem else {
+            return Ok(None);
+        };
+        let path = dir.join("cfssl-tls-ca.pem");
+        std::fs::write(&path, pem)?;
+        Ok(Some(path))
+    }
+}
