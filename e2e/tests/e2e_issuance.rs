@@ -15,7 +15,7 @@ const WAIT: Duration = Duration::from_secs(60);
 struct Env {
     cluster: Cluster,
     ca: Ca,
-    manager: Option<Manager>,
+    _manager: Option<Manager>,
     /// The manager's cluster resource namespace: ClusterIssuer Secrets go here.
     system: String,
     ns: String,
@@ -39,7 +39,7 @@ impl Env {
         Ok(Env {
             cluster,
             ca,
-            manager,
+            _manager: manager,
             system,
             ns,
         })
@@ -148,6 +148,163 @@ async fn issuer_and_cluster_issuer_sign_requests() -> anyhow::Result<()> {
     env.issue_and_verify("by-issuer", Kind::Issuer, "team-ca").await?;
     env.issue_and_verify("by-cluster-issuer", Kind::ClusterIssuer, &cluster_issuer)
         .await?;
-    let _ = &env.manager;
+    Ok(())
+}
+
+/// Requests the issuer must not sign: denied, not approved, another issuer's, an unknown kind
+/// of ours, and a CSR that is not one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_must_not_be_signed() -> anyhow::Result<()> {
+    let env = Env::start(None).await?;
+    let client = env.client();
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    let csr = Csr::new("nobody.example.com")?;
+    let create = |name: &'static str, group: &'static str, kind: &'static str, pem: String| {
+        let ns = env.ns.clone();
+        async move { objects::create_request(client, &ns, name, group, kind, "team-ca", &pem).await }
+    };
+
+    create("unapproved", GROUP, "Issuer", csr.pem.clone()).await?;
+    create("foreign", "cert-manager.io", "Issuer", csr.pem.clone()).await?;
+    objects::approve(client, &env.ns, "foreign").await?;
+    create("denied", GROUP, "Issuer", csr.pem.clone()).await?;
+    objects::decide(client, &env.ns, "denied", false).await?;
+    create("unknown-kind", GROUP, "SigningPolicy", csr.pem.clone()).await?;
+    objects::approve(client, &env.ns, "unknown-kind").await?;
+    create("garbage-csr", GROUP, "Issuer", "not a CSR at all".into()).await?;
+    objects::approve(client, &env.ns, "garbage-csr").await?;
+
+    let denied = objects::wait_request_reason(client, &env.ns, "denied", "Denied", WAIT).await?;
+    assert!(
+        denied.status.as_ref().unwrap().failure_time.is_some(),
+        "failureTime set on denial"
+    );
+    assert!(
+        denied.has_true("Denied"),
+        "the approver's Denied condition survives our write"
+    );
+    let unknown = objects::wait_request_reason(client, &env.ns, "unknown-kind", "Failed", WAIT).await?;
+    let message = &unknown.condition("Ready").unwrap().message;
+    assert!(
+        message.contains("SigningPolicy"),
+        "message names the kind: {message}"
+    );
+    let garbage = objects::wait_request_reason(client, &env.ns, "garbage-csr", "Failed", WAIT).await?;
+    assert!(garbage.status.as_ref().unwrap().failure_time.is_some());
+    assert!(
+        garbage.has_true("Approved"),
+        "the Approved condition survives our write"
+    );
+
+    // The manager has handled every later request by now; give it a moment more, then the
+    // unapproved and the foreign request must still carry nothing of ours.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for name in ["unapproved", "foreign"] {
+        let request = objects::get_request(client, &env.ns, name).await?;
+        assert_eq!(objects::ready_of(&request), None, "{name} was touched");
+        assert!(
+            request.status.and_then(|s| s.certificate).is_none(),
+            "{name} was signed"
+        );
+    }
+    if let Some(count) = env.ca.issued_count() {
+        assert_eq!(count, 0, "nothing may reach the CA");
+    }
+    Ok(())
+}
+
+/// A wrong key makes the issuer not Ready and holds its requests Pending; fixing the Secret
+/// re-checks the issuer at once and the waiting request is issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_key_then_fixed_by_updating_the_secret() -> anyhow::Result<()> {
+    let env = Env::start(None).await?;
+    let client = env.client();
+    env.issuer("team-ca", e2e::harness::WRONG_KEY_HEX).await?;
+    objects::wait_issuer_reason(
+        client,
+        Kind::Issuer,
+        &env.ns,
+        "team-ca",
+        "InvalidCredentials",
+        WAIT,
+    )
+    .await?;
+
+    let csr = Csr::new("fixed.example.com")?;
+    objects::create_request(client, &env.ns, "waits", GROUP, "Issuer", "team-ca", &csr.pem).await?;
+    objects::approve(client, &env.ns, "waits").await?;
+    objects::wait_request_reason(client, &env.ns, "waits", "Pending", WAIT).await?;
+
+    env.cluster
+        .put_key_secret(&env.ns, "team-ca", &env.ca.key_hex)
+        .await?;
+    // Well within the one-minute health-check interval: the Secret watch triggers the re-check.
+    let quick = Duration::from_secs(20);
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", quick).await?;
+    let issued = objects::wait_request_reason(client, &env.ns, "waits", "Issued", quick).await?;
+    let chain = issued.status.unwrap().certificate.unwrap().0;
+    assert!(cert_matches_key(&chain, &csr.key)?);
+    Ok(())
+}
+
+/// The CA goes away while requests wait; they complete once it is back, each signed once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ca_outage_and_recovery() -> anyhow::Result<()> {
+    let env = Env::start(None).await?;
+    if env.cluster.is_external() {
+        eprintln!("skipped against a real cluster: the suite cannot stop the in-cluster CA");
+        return Ok(());
+    }
+    let client = env.client();
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+
+    assert!(env.ca.set_available(false));
+    let names = ["during-outage-1", "during-outage-2", "during-outage-3"];
+    for name in names {
+        let csr = Csr::new(&format!("{name}.example.com"))?;
+        objects::create_request(client, &env.ns, name, GROUP, "Issuer", "team-ca", &csr.pem).await?;
+        objects::approve(client, &env.ns, name).await?;
+    }
+    for name in names {
+        let pending = objects::wait_request_reason(client, &env.ns, name, "Pending", WAIT).await?;
+        let message = &pending.condition("Ready").unwrap().message;
+        assert!(!message.is_empty(), "Pending says why");
+    }
+    assert!(env.ca.set_available(true));
+    for name in names {
+        objects::wait_request_reason(client, &env.ns, name, "Issued", WAIT).await?;
+    }
+    assert_eq!(
+        env.ca.issued_count(),
+        Some(names.len() as u64),
+        "each request signed once"
+    );
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    Ok(())
+}
+
+/// The same issuance against Debian's real multirootca (no bundles there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_multirootca_signs_for_both_kinds() -> anyhow::Result<()> {
+    if std::env::var_os("E2E_KUBECONFIG").is_some() {
+        eprintln!("skipped against a real cluster: multirootca runs on this machine only");
+        return Ok(());
+    }
+    let env = Env::start(Some(Ca::multirootca()?)).await?;
+    let client = env.client();
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    let cluster_issuer = e2e::harness::unique("platform-ca");
+    env.cluster
+        .put_key_secret(&env.system, &cluster_issuer, &env.ca.key_hex)
+        .await?;
+    let spec = objects::issuer_spec(&env.ca, &cluster_issuer, "server");
+    objects::create_issuer(client, Kind::ClusterIssuer, "", &cluster_issuer, spec).await?;
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    objects::wait_issuer_reason(client, Kind::ClusterIssuer, "", &cluster_issuer, "Checked", WAIT).await?;
+    env.issue_and_verify("by-issuer", Kind::Issuer, "team-ca").await?;
+    env.issue_and_verify("by-cluster-issuer", Kind::ClusterIssuer, &cluster_issuer)
+        .await?;
     Ok(())
 }
