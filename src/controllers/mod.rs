@@ -85,7 +85,11 @@ impl Recheck {
 /// Everything a reconcile needs, shared by all of them.
 pub struct Context {
     pub client: kube::Client,
+    /// Events for issuers, aggregated into series when a check keeps failing the same way.
     pub recorder: Recorder,
+    /// Who reports our Events; requests get a recorder of their own per write (see
+    /// `certificaterequest::publish`).
+    pub reporter: Reporter,
     pub config: Config,
     pub clock: Clock,
     pub issuers: Store<Issuer>,
@@ -114,6 +118,7 @@ impl Context {
         let (recheck, rechecks) = mpsc::unbounded_channel();
         let ctx = Context {
             recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
+            reporter: Reporter::from(FIELD_MANAGER),
             client,
             config,
             clock,
