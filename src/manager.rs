@@ -59,6 +59,43 @@ pub struct RunArgs {
     /// How long a Lease stays valid without renewal; a standby takes over within this time.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub leader_election_lease_duration: Duration,
+    #[command(flatten)]
+    pub zap: ZapFlags,
+}
+
+/// The Go issuer's logging flags (controller-runtime's zap options), accepted so that its
+/// Deployment args work unchanged. `RUST_LOG` and `--log-format` take precedence.
+#[derive(Debug, Default, Args)]
+pub struct ZapFlags {
+    /// `debug`, `info`, `error` or a zap level number; the default log level.
+    #[arg(long, hide = true)]
+    pub zap_log_level: Option<String>,
+    /// `json` or `console`.
+    #[arg(long, hide = true)]
+    pub zap_encoder: Option<String>,
+    /// Accepted and ignored.
+    #[arg(long, hide = true, num_args = 0..=1, default_missing_value = "true")]
+    pub zap_devel: Option<String>,
+    /// Accepted and ignored.
+    #[arg(long, hide = true)]
+    pub zap_stacktrace_level: Option<String>,
+    /// Accepted and ignored.
+    #[arg(long, hide = true)]
+    pub zap_time_encoding: Option<String>,
+}
+
+impl ZapFlags {
+    /// The tracing level a zap level means: zap's numbers go down as verbosity goes up.
+    pub fn level(&self) -> &'static str {
+        match self.zap_log_level.as_deref().map(str::trim) {
+            Some("debug") => "debug",
+            Some("error") => "error",
+            Some("warn") => "warn",
+            Some(n) if n.parse::<i32>().is_ok_and(|n| n >= 2) => "trace",
+            Some(n) if n.parse::<i32>().is_ok_and(|n| n == 1) => "debug",
+            _ => "info",
+        }
+    }
 }
 
 /// Go-style listen addresses: `:8080` means every interface.
@@ -120,7 +157,8 @@ impl RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> ExitCode {
-    crate::telemetry::init_logging(args.log_format == LogFormat::Json);
+    let json = args.log_format == LogFormat::Json || args.zap.zap_encoder.as_deref() == Some("json");
+    crate::telemetry::init_logging(json, args.zap.level());
     let config = match args.config() {
         Ok(c) => c,
         Err(err) => {
@@ -328,5 +366,56 @@ mod tests {
         assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1m").is_err());
+    }
+}
+
+#[cfg(test)]
+mod go_flag_tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    /// The Go issuer's Deployment args parse unchanged, and its zap flags mean what they meant.
+    #[test]
+    fn go_issuer_args_parse() {
+        let cases: [(&[&str], &str, bool); 5] = [
+            (
+                &["--metrics-addr=:8080", "--enable-leader-election"],
+                "info",
+                false,
+            ),
+            (&["--zap-log-level=debug", "--zap-devel"], "debug", false),
+            (&["--zap-log-level", "2", "--zap-encoder=json"], "trace", true),
+            (
+                &[
+                    "--zap-log-level=error",
+                    "--zap-encoder=console",
+                    "--zap-time-encoding=iso8601",
+                ],
+                "error",
+                false,
+            ),
+            (
+                &["--zap-stacktrace-level=panic", "--health-addr=:8081"],
+                "info",
+                false,
+            ),
+        ];
+        for (args, level, json) in cases {
+            let cli = Cli::try_parse_from(std::iter::once("cfssl-issuer").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            assert_eq!(cli.run.zap.level(), level, "{args:?}");
+            assert_eq!(
+                cli.run.zap.zap_encoder.as_deref() == Some("json"),
+                json,
+                "{args:?}"
+            );
+        }
     }
 }

@@ -17,9 +17,10 @@ pub fn init_cli_logging() {
         .try_init();
 }
 
-/// Logging for the manager: `RUST_LOG` (default `info`), as text or one JSON object per line.
-pub fn init_logging(json: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// Logging for the manager: `RUST_LOG` (default `default_level`), as text or one JSON object
+/// per line.
+pub fn init_logging(json: bool, default_level: &str) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
