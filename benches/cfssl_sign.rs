@@ -5,7 +5,6 @@
 //! the raw side posts precomputed bodies and only reads the answer bytes, so the ratio is what
 //! our client's work (CSR checks, tokens, parsing, chain completion) costs.
 
-use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,18 +73,6 @@ async fn run_raw(http: reqwest::Client, url: &str, bodies: &[Vec<u8>], concurren
     started.elapsed()
 }
 
-struct Lab(tempfile::TempDir);
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new(script()).arg("stop").arg(self.0.path()).status();
-    }
-}
-
-fn script() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/multirootca-lab.sh")
-}
-
 /// CPU time (user + system) a process has used, from /proc: ours and the CA's, to show where a
 /// lower ratio comes from.
 fn cpu_time(pid: &str) -> Duration {
@@ -97,29 +84,6 @@ fn cpu_time(pid: &str) -> Duration {
     Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
 }
 
-fn start_lab() -> (Lab, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let out = Command::new(script())
-        .arg("start")
-        .arg(dir.path())
-        .arg(port.to_string())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let line = String::from_utf8_lossy(&out.stdout);
-    let pid = line
-        .split_whitespace()
-        .find_map(|f| f.strip_prefix("PID="))
-        .unwrap_or("0")
-        .to_string();
-    (Lab(dir), format!("http://127.0.0.1:{port}"), pid)
-}
-
 #[tokio::main]
 async fn main() {
     cfssl_issuer::install_crypto_provider();
@@ -127,7 +91,8 @@ async fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(400);
-    let (_lab, url, ca_pid) = start_lab();
+    let lab = simple_cfssl::multirootca::Multirootca::start(false).expect("start multirootca");
+    let (url, ca_pid) = (lab.url.clone(), lab.pid.to_string());
     let key = AuthKey::from_hex(KEY_HEX).unwrap();
     let csrs = csrs(n);
     let bodies: Vec<Vec<u8>> = csrs.iter().map(|c| raw_body(&key, c)).collect();

@@ -21,6 +21,7 @@ mod auth;
 mod ca;
 pub mod config;
 mod handlers;
+pub mod multirootca;
 mod tls;
 mod wire;
 

@@ -5,7 +5,6 @@
 
 pub mod apimock;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -34,20 +33,8 @@ pub struct Ca {
 }
 
 enum Guard {
-    Multirootca(tempfile::TempDir),
+    Multirootca(simple_cfssl::multirootca::Multirootca),
     Simple(Option<simple_cfssl::Running>),
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Guard::Multirootca(dir) = self {
-            let _ = Command::new(lab_script()).arg("stop").arg(dir.path()).status();
-        }
-    }
-}
-
-pub fn lab_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/multirootca-lab.sh")
 }
 
 pub fn free_port() -> u16 {
@@ -76,35 +63,14 @@ impl Ca {
 }
 
 fn start_multirootca(tls: bool) -> Ca {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port().to_string();
-    let mut cmd = Command::new(lab_script());
-    cmd.arg("start").arg(dir.path()).arg(&port);
-    if tls {
-        cmd.arg("tls");
-    }
-    let out = cmd
-        .output()
-        .expect("run scripts/multirootca-lab.sh (is golang-cfssl installed?)");
-    assert!(
-        out.status.success(),
-        "multirootca lab failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = String::from_utf8(out.stdout).unwrap();
-    let field = |name: &str| {
-        line.split_whitespace()
-            .find_map(|kv| kv.strip_prefix(name))
-            .unwrap_or_else(|| panic!("{name} in {line}"))
-    };
-    let root_pem = std::fs::read_to_string(field("CA=")).unwrap();
+    let lab = simple_cfssl::multirootca::Multirootca::start(tls).expect("start multirootca");
     Ca {
         backend: Backend::Multirootca,
-        url: field("URL=").to_string(),
-        tls_ca_pem: tls.then(|| root_pem.clone()),
-        root_pem,
+        url: lab.url.clone(),
+        tls_ca_pem: tls.then(|| lab.root_pem.clone()),
+        root_pem: lab.root_pem.clone(),
         supports_bundle: false,
-        _guard: Guard::Multirootca(dir),
+        _guard: Guard::Multirootca(lab),
     }
 }
 

@@ -1,9 +1,6 @@
 //! The CFSSL CA a scenario signs with.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use anyhow::Context as _;
 
 use super::KEY_HEX;
 
@@ -33,20 +30,10 @@ pub struct Ca {
 
 enum Guard {
     Simple(simple_cfssl::Running),
-    Multirootca(tempfile::TempDir),
+    /// Held for its Drop, which stops the process.
+    #[allow(dead_code)]
+    Multirootca(simple_cfssl::multirootca::Multirootca),
     None,
-}
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        if let Guard::Multirootca(dir) = self {
-            let _ = Command::new(lab_script()).arg("stop").arg(dir.path()).status();
-        }
-    }
-}
-
-fn lab_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/multirootca-lab.sh")
 }
 
 impl Ca {
@@ -68,35 +55,16 @@ impl Ca {
         })
     }
 
-    /// A real multirootca on 127.0.0.1 (plain HTTP, as multirootca's lab runs it).
+    /// A real multirootca on 127.0.0.1 (plain HTTP).
     pub fn multirootca() -> anyhow::Result<Ca> {
-        let dir = tempfile::tempdir()?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let out = Command::new(lab_script())
-            .arg("start")
-            .arg(dir.path())
-            .arg(port.to_string())
-            .output()
-            .context("run scripts/multirootca-lab.sh (is golang-cfssl installed?)")?;
-        anyhow::ensure!(
-            out.status.success(),
-            "multirootca lab failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let line = String::from_utf8(out.stdout)?;
-        let field = |name: &str| {
-            line.split_whitespace()
-                .find_map(|kv| kv.strip_prefix(name))
-                .map(str::to_string)
-                .with_context(|| format!("{name} in {line}"))
-        };
+        let lab = simple_cfssl::multirootca::Multirootca::start(false)?;
         Ok(Ca {
             backend: Backend::Multirootca,
-            url: field("URL=")?,
+            url: lab.url.clone(),
             key_hex: KEY_HEX.into(),
-            root_pem: Some(std::fs::read_to_string(field("CA=")?)?),
+            root_pem: Some(lab.root_pem.clone()),
             tls_ca_pem: None,
-            guard: Guard::Multirootca(dir),
+            guard: Guard::Multirootca(lab),
         })
     }
 
