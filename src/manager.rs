@@ -317,6 +317,8 @@ where
         return ExitCode::FAILURE;
     }
     // Shutdown: closing the channel makes the watcher release the Lease before it returns.
+    // `lost` holds a clone of the receiver: the channel closes only once both are gone.
+    drop(lost);
     drop(leading);
     match watcher.await {
         Ok(Ok(_)) => tracing::info!("lease released"),

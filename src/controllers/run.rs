@@ -194,31 +194,47 @@ pub async fn run(
     Ok(())
 }
 
-/// Fails fast with a hint when our CRDs are not installed.
+/// Fails fast with a hint when a CRD we watch is not installed (the API answers 404). Any
+/// other error (a 500, a timeout) is left to the watchers, which retry with backoff: a brief
+/// API server hiccup at start must not crash-loop the pod with a misleading message.
 async fn preflight(client: &kube::Client) -> Result<(), RunError> {
     let probe = kube::api::ListParams::default().limit(1);
-    Api::<Issuer>::all(client.clone())
-        .list_metadata(&probe)
-        .await
-        .map_err(|source| RunError::MissingCrd {
-            kind: "Issuer",
-            source,
-        })?;
-    Api::<ClusterIssuer>::all(client.clone())
-        .list_metadata(&probe)
-        .await
-        .map_err(|source| RunError::MissingCrd {
-            kind: "ClusterIssuer",
-            source,
-        })?;
-    Api::<CertificateRequest>::all(client.clone())
-        .list_metadata(&probe)
-        .await
-        .map_err(|source| RunError::MissingCrd {
-            kind: "CertificateRequest",
-            source,
-        })?;
+    let results = [
+        (
+            "Issuer",
+            Api::<Issuer>::all(client.clone())
+                .list_metadata(&probe)
+                .await
+                .err(),
+        ),
+        (
+            "ClusterIssuer",
+            Api::<ClusterIssuer>::all(client.clone())
+                .list_metadata(&probe)
+                .await
+                .err(),
+        ),
+        (
+            "CertificateRequest",
+            Api::<CertificateRequest>::all(client.clone())
+                .list_metadata(&probe)
+                .await
+                .err(),
+        ),
+    ];
+    for (kind, error) in results {
+        match error {
+            None => {}
+            Some(source) if is_not_served(&source) => return Err(RunError::MissingCrd { kind, source }),
+            Some(error) => tracing::warn!(kind, %error, "cannot list yet; the watchers will retry"),
+        }
+    }
     Ok(())
+}
+
+/// Whether the API server says the resource does not exist at all.
+fn is_not_served(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 404)
 }
 
 fn subscribe<K>(writer: &reflector::store::Writer<K>) -> reflector::ReflectHandle<K>
@@ -304,4 +320,29 @@ fn split_rechecks(
         }
     });
     (receiver_stream(issuer_rx), receiver_stream(cluster_rx))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16) -> kube::Error {
+        let status: kube::core::Status =
+            serde_json::from_value(serde_json::json!({"code": code, "reason": "x", "message": "m"})).unwrap();
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn only_a_404_means_the_crd_is_missing() {
+        let cases = [
+            (api_error(404), true),
+            (api_error(403), false),
+            (api_error(500), false),
+            (api_error(429), false),
+            (kube::Error::LinesCodecMaxLineLengthExceeded, false),
+        ];
+        for (error, missing) in cases {
+            assert_eq!(is_not_served(&error), missing, "{error}");
+        }
+    }
 }

@@ -13,9 +13,11 @@
 
 mod ca;
 mod cluster;
+pub mod load;
 mod manager;
 pub mod objects;
 mod pki;
+pub mod scrape;
 
 use std::time::Duration;
 
