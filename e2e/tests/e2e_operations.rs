@@ -554,3 +554,40 @@ async fn killed_and_restarted_mid_run_loses_nothing() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// A Ready issuer is checked again at the health-check interval; once it is deleted, its timer
+/// stops: no more Secret reads, CA calls or status writes for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_issuer_stops_its_health_checks() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let _manager = Manager::start(env.options().arg("--health-check-interval").arg("1s")).await?;
+    env.create_issuer().await?;
+    env.wait_issuer_checked().await?;
+
+    // Periodic checks read the credential Secret each time.
+    env.server().reset_counts();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let rechecks = env.server().counts().get(Verb::Get, "secrets");
+    assert!(
+        rechecks >= 2,
+        "expected periodic re-checks, saw {rechecks} Secret reads"
+    );
+
+    Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns)
+        .delete("team-ca", &Default::default())
+        .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    env.server().reset_counts();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let counts = env.server().counts();
+    assert_eq!(counts.get(Verb::Get, "secrets"), 0, "{:?}", counts.rows());
+    assert_eq!(
+        counts.get(Verb::Patch, "issuers/status"),
+        0,
+        "{:?}",
+        counts.rows()
+    );
+    Ok(())
+}
