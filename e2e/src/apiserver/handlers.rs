@@ -123,22 +123,33 @@ impl Req<'_> {
             Some((rv, key)) => (rv, Some(key)),
             None => (store.resource_version(), None),
         };
-        let matching: Vec<(ObjKey, Value)> = store
-            .list(self.rt(), self.target.ns())
-            .into_iter()
-            .filter(|(k, _)| after.as_ref().is_none_or(|a| k > a))
-            .map(|(k, o)| (k, convert::to_view(self.rt(), o)))
-            .filter(|(_, o)| labels.matches(o) && fields.matches(o))
+        let mut matching = store
+            .scan(self.rt(), self.target.ns(), after.as_ref())
+            .map(|(k, o)| (k, convert::to_view(self.rt(), o.clone())))
+            .filter(|(_, o)| labels.matches(o) && fields.matches(o));
+        let page: Vec<(ObjKey, Value)> = matching
+            .by_ref()
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(k, o)| (k.clone(), o))
             .collect();
+        // As a real server: a count of what remains only without selectors (then it is cheap:
+        // keys only); with selectors just whether anything does.
+        let selected = ["labelSelector", "fieldSelector"]
+            .iter()
+            .any(|q| self.query.get(q).is_some_and(|v| !v.is_empty()));
+        let remaining = match page.last() {
+            Some((last, _)) if !selected => Some(store.scan(self.rt(), self.target.ns(), Some(last)).count()),
+            _ => None,
+        };
+        let more = remaining.map_or_else(|| matching.next().is_some(), |n| n > 0);
+        drop(matching);
         drop(store);
-        let total = matching.len();
-        let page: Vec<(ObjKey, Value)> = matching.into_iter().take(limit.unwrap_or(usize::MAX)).collect();
         let mut list_meta = json!({ "resourceVersion": list_rv.to_string() });
-        if page.len() < total
-            && let Some((last, _)) = page.last()
-        {
+        if more && let Some((last, _)) = page.last() {
             list_meta["continue"] = encode_continue(list_rv, last).into();
-            list_meta["remainingItemCount"] = (total - page.len()).into();
+            if let Some(n) = remaining {
+                list_meta["remainingItemCount"] = n.into();
+            }
         }
         let items: Vec<Value> = page.into_iter().map(|(_, o)| o).collect();
         Ok(json_response(

@@ -256,6 +256,23 @@ impl Store {
             .collect()
     }
 
+    /// Objects after `after` in key order, borrowed: a page of a paginated list costs the page,
+    /// not a copy of every object of the kind (kube's reflectors list in pages of 500).
+    pub fn scan<'a>(
+        &'a self,
+        rt: &ResourceType,
+        ns: Option<&'a str>,
+        after: Option<&ObjKey>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Value)> + 'a {
+        use std::ops::Bound;
+        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        self.entries(&rt.storage)
+            .into_iter()
+            .flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
+            .filter(move |(k, _)| ns.is_none_or(|ns| k.namespace == ns))
+            .map(|(k, e)| (k, &e.obj))
+    }
+
     /// Subscribes a watch and takes its starting point in one step, so nothing falls between.
     pub fn watch(&self, rt: &ResourceType, ns: Option<&str>, since: Since) -> ApiResult<WatchStart> {
         let rx = self.changes.subscribe();
