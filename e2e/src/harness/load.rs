@@ -1,0 +1,262 @@
+//! Many requests (or Secrets) at once, and what the manager spent on them: API requests with the
+//! test's own subtracted, writes per request, conflicts, memory.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt, stream};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::Client;
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+
+use cfssl_issuer::api::certmanager::CertificateRequest;
+
+use super::objects::{self, Kind};
+use super::scrape;
+use super::{Csr, Manager};
+use crate::apiserver::{Count, Counts, Verb};
+
+const GROUP: &str = "cfssl-issuer.wikimedia.org";
+
+/// `n` requests named `{prefix}-00000`… with a fresh key each, so every certificate can be
+/// matched to its own CSR.
+pub fn requests(prefix: &str, n: usize) -> anyhow::Result<Vec<(String, Csr)>> {
+    (0..n)
+        .map(|i| {
+            let name = format!("{prefix}-{i:05}");
+            let csr = Csr::new(&format!("{name}.example.com"))?;
+            Ok((name, csr))
+        })
+        .collect()
+}
+
+/// Creates every request for the Issuer `issuer`, `concurrency` at a time, approving each
+/// right after its create when `approve` is set.
+pub async fn create_requests(
+    client: &Client,
+    namespace: &str,
+    issuer: &str,
+    requests: &[(String, Csr)],
+    approve: bool,
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    stream::iter(requests.iter().map(|(name, csr)| async move {
+        objects::create_request(
+            client,
+            namespace,
+            name,
+            GROUP,
+            Kind::Issuer.as_str(),
+            issuer,
+            &csr.pem,
+        )
+        .await?;
+        if approve {
+            objects::approve(client, namespace, name).await?;
+        }
+        anyhow::Ok(())
+    }))
+    .buffer_unordered(concurrency)
+    .try_collect::<()>()
+    .await
+}
+
+/// Approves every named request, `concurrency` at a time.
+pub async fn approve_all<'a>(
+    client: &Client,
+    namespace: &str,
+    names: impl IntoIterator<Item = &'a str>,
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    stream::iter(
+        names
+            .into_iter()
+            .map(|name| objects::approve(client, namespace, name)),
+    )
+    .buffer_unordered(concurrency)
+    .try_collect::<()>()
+    .await
+}
+
+/// Certificates the manager says it signed (`cfssl_issuer_certificates_issued_total`, all issuers).
+pub async fn issued_total(manager: &Manager) -> anyhow::Result<u64> {
+    let exposition = scrape::scrape(&manager.metrics_addr).await?;
+    Ok(exposition
+        .find("cfssl_issuer_certificates_issued_total", &[])
+        .map(|s| s.value as u64)
+        .sum())
+}
+
+/// Reconciles of the CertificateRequest controller that failed and were retried.
+pub async fn request_reconcile_errors(manager: &Manager) -> anyhow::Result<u64> {
+    let exposition = scrape::scrape(&manager.metrics_addr).await?;
+    Ok(exposition
+        .find(
+            "cfssl_issuer_reconcile_errors_total",
+            &[("controller", "CertificateRequest")],
+        )
+        .map(|s| s.value as u64)
+        .sum())
+}
+
+/// All requests of a namespace once each is Ready with reason `Issued`.
+pub struct Completion {
+    pub requests: Vec<CertificateRequest>,
+    /// Lists the wait made (the test's own API requests, to subtract).
+    pub lists: u64,
+    /// When the list that found them all issued returned.
+    pub at: tokio::time::Instant,
+}
+
+/// Waits until the `n` requests in `namespace` are all `Issued`. The manager's issued counter
+/// is polled first (no API request); only then is the namespace listed, once per round, so
+/// the wait costs the API server a handful of lists rather than a get per request.
+pub async fn wait_all_issued(
+    client: &Client,
+    namespace: &str,
+    n: usize,
+    manager: &Manager,
+    timeout: Duration,
+) -> anyhow::Result<Completion> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let api = Api::<CertificateRequest>::namespaced(client.clone(), namespace);
+    let mut lists = 0;
+    loop {
+        if issued_total(manager).await.unwrap_or(0) >= n as u64 {
+            lists += 1;
+            let listed = api.list(&ListParams::default()).await?.items;
+            let issued = listed.iter().filter(|r| is_issued(r)).count();
+            if issued >= n {
+                return Ok(Completion {
+                    requests: listed,
+                    lists,
+                    at: tokio::time::Instant::now(),
+                });
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let listed = api.list(&ListParams::default()).await?.items;
+            let issued = listed.iter().filter(|r| is_issued(r)).count();
+            let other = listed
+                .iter()
+                .find(|r| !is_issued(r))
+                .map(|r| (r.metadata.name.clone(), objects::ready_of(r)));
+            anyhow::bail!(
+                "timed out after {timeout:?}: {issued} of {n} requests issued; e.g. {other:?} not yet"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub fn is_issued(request: &CertificateRequest) -> bool {
+    objects::ready_of(request).is_some_and(|(status, reason)| status == "True" && reason == "Issued")
+}
+
+/// The manager's share of `total`: what is left after taking away the test's own requests.
+pub fn without(total: &Counts, own: &[(Verb, &str, u64)]) -> Counts {
+    Counts::from_rows(total.rows().into_iter().filter_map(|mut row| {
+        let mine: u64 = own
+            .iter()
+            .filter(|(verb, resource, _)| *verb == row.verb && *resource == row.resource)
+            .map(|(_, _, n)| n)
+            .sum();
+        row.count = row.count.saturating_sub(mine);
+        (row.count > 0).then_some(row)
+    }))
+}
+
+/// Writes to CertificateRequests (object or status): create, update, patch.
+pub fn request_writes(counts: &Counts) -> u64 {
+    [Verb::Create, Verb::Update, Verb::Patch]
+        .into_iter()
+        .flat_map(|verb| {
+            ["certificaterequests", "certificaterequests/status"].map(|resource| counts.get(verb, resource))
+        })
+        .sum()
+}
+
+/// Events created or patched, under either API group's resource name.
+pub fn event_writes(counts: &Counts) -> u64 {
+    counts
+        .rows()
+        .iter()
+        .filter(|c| c.resource == "events" && matches!(c.verb, Verb::Create | Verb::Patch | Verb::Update))
+        .map(|c| c.count)
+        .sum()
+}
+
+/// One line per (verb, resource): the count and the count per request.
+pub fn per_request_table(counts: &Counts, per: u64) -> String {
+    let rows: Vec<Count> = counts.rows();
+    let mut out = String::new();
+    for row in rows {
+        let label = format!("{} {}", row.verb, row.resource);
+        out.push_str(&format!(
+            "  {label:<40} {:>8} {:>8.3}/request\n",
+            row.count,
+            row.count as f64 / per.max(1) as f64
+        ));
+    }
+    out
+}
+
+/// Creates `n` Secrets of `size` random bytes each, nothing any issuer names.
+pub async fn create_secrets(
+    client: &Client,
+    namespace: &str,
+    prefix: &str,
+    n: usize,
+    size: usize,
+    concurrency: usize,
+) -> anyhow::Result<()> {
+    let api = Api::<Secret>::namespaced(client.clone(), namespace);
+    stream::iter((0..n).map(|i| {
+        let api = api.clone();
+        async move {
+            let mut data = vec![0u8; size];
+            getrandom::fill(&mut data).map_err(|e| anyhow::anyhow!("random bytes: {e}"))?;
+            let secret = Secret {
+                metadata: ObjectMeta {
+                    name: Some(format!("{prefix}-{i:05}")),
+                    namespace: Some(namespace.into()),
+                    ..Default::default()
+                },
+                data: Some([("blob".to_string(), ByteString(data))].into()),
+                ..Default::default()
+            };
+            api.create(&PostParams::default(), &secret).await?;
+            anyhow::Ok(())
+        }
+    }))
+    .buffer_unordered(concurrency)
+    .try_collect::<()>()
+    .await
+}
+
+/// The manager's VmRSS once it stops moving: sampled every 250 ms, settled when three
+/// samples in a row differ by under 64 KiB, waiting at least `min_wait` and at most 30 s.
+pub async fn settled_rss_kib(manager: &Manager, min_wait: Duration) -> anyhow::Result<u64> {
+    tokio::time::sleep(min_wait).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let sample = || {
+        manager
+            .rss_kib()
+            .ok_or_else(|| anyhow::anyhow!("no VmRSS for the manager"))
+    };
+    let mut last = sample()?;
+    let mut steady = 0;
+    while steady < 3 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = sample()?;
+        steady = if now.abs_diff(last) < 64 { steady + 1 } else { 0 };
+        last = now;
+    }
+    Ok(last)
+}
+
+/// Whether the manager logged an optimistic-concurrency failure (kube prints the API's
+/// `reason: "Conflict"`, `code: 409`).
+pub fn log_has_conflict(log: &str) -> bool {
+    log.contains("Conflict") || log.contains("code: 409")
+}
