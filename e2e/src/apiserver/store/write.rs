@@ -131,7 +131,11 @@ impl Store {
         if is_crd(rt) {
             self.registry.register_crd(&obj)?;
         }
-        self.collect_garbage();
+        // Only a delete removes owners; a write can only orphan the object it writes (an owner
+        // that is already gone). A full pass per write made N writes cost O(N^2).
+        if !meta::owner_references(&obj).is_empty() {
+            self.collect_garbage();
+        }
         Ok(obj)
     }
 
@@ -282,7 +286,9 @@ impl Store {
         if is_crd(rt) {
             self.registry.register_crd(&committed)?;
         }
-        self.collect_garbage();
+        if !meta::owner_references(&committed).is_empty() {
+            self.collect_garbage();
+        }
         Ok(committed)
     }
 
