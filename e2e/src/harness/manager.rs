@@ -125,12 +125,13 @@ impl Manager {
 
     /// GET on the health address: `(status, body)`.
     pub async fn probe(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        http_get(&self.health_addr, path).await
+        let (status, _, body) = http_get(&self.health_addr, path).await?;
+        Ok((status, body))
     }
 
     /// The Prometheus text exposition from `/metrics`.
     pub async fn metrics(&self) -> anyhow::Result<String> {
-        let (status, body) = http_get(&self.metrics_addr, "/metrics").await?;
+        let (status, _, body) = http_get(&self.metrics_addr, "/metrics").await?;
         anyhow::ensure!(status == 200, "/metrics answered {status}");
         Ok(body)
     }
@@ -185,27 +186,34 @@ impl Manager {
     }
 }
 
-/// A minimal HTTP/1.1 GET, enough for the probe and metrics endpoints.
-async fn http_get(addr: &str, path: &str) -> anyhow::Result<(u16, String)> {
+/// A minimal HTTP/1.1 GET, enough for the probe and metrics endpoints:
+/// `(status, content type, body)`.
+pub(super) async fn http_get(addr: &str, path: &str) -> anyhow::Result<(u16, String, String)> {
     let mut stream =
         tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await??;
-    let text = String::from_utf8_lossy(&raw);
+    let text = String::from_utf8(raw).context("response is not UTF-8")?;
     let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .context("no HTTP status")?;
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let header = |name: &str| {
+        head.lines().skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+        })
+    };
+    let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
         dechunk(body)
     } else {
         body.to_string()
     };
-    Ok((status, body))
+    Ok((status, header("content-type").unwrap_or_default(), body))
 }
 
 fn dechunk(mut body: &str) -> String {

@@ -2,10 +2,8 @@
 //! and every sample with its labels and value, so scenarios assert on numbers, not on names.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use anyhow::Context as _;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One line of the exposition, e.g. `cfssl_issuer_reconciles_total{controller="Issuer"} 3`.
 #[derive(Debug, Clone, PartialEq)]
@@ -112,53 +110,9 @@ fn parse_sample(line: &str) -> anyhow::Result<Sample> {
 
 /// GETs `http://{addr}/metrics` and parses it.
 pub async fn scrape(addr: &str) -> anyhow::Result<Exposition> {
-    let (status, content_type, body) = get(addr, "/metrics").await?;
+    let (status, content_type, body) = super::manager::http_get(addr, "/metrics").await?;
     anyhow::ensure!(status == 200, "/metrics answered {status}");
     Exposition::parse(&content_type, &body)
-}
-
-/// A minimal HTTP/1.1 GET that keeps the content type: `(status, content type, body)`.
-async fn get(addr: &str, path: &str) -> anyhow::Result<(u16, String, String)> {
-    let mut stream =
-        tokio::time::timeout(Duration::from_secs(5), tokio::net::TcpStream::connect(addr)).await??;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut raw)).await??;
-    let text = String::from_utf8(raw).context("response is not UTF-8")?;
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no HTTP status")?;
-    let header = |name: &str| {
-        head.lines().skip(1).find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
-        })
-    };
-    let body = if header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
-        dechunk(body)
-    } else {
-        body.to_string()
-    };
-    Ok((status, header("content-type").unwrap_or_default(), body))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 #[cfg(test)]
