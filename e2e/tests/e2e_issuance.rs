@@ -87,28 +87,6 @@ impl Env {
     }
 }
 
-impl Drop for Env {
-    fn drop(&mut self) {
-        if self.cluster.is_external() {
-            let client = self.cluster.client.clone();
-            let ns = self.ns.clone();
-            // Best effort: a real cluster keeps namespaces otherwise.
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
-                if let Ok(rt) = rt {
-                    rt.block_on(async {
-                        let _ = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client)
-                            .delete(&ns, &Default::default())
-                            .await;
-                    });
-                }
-            })
-            .join()
-            .ok();
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issuer_and_cluster_issuer_sign_requests() -> anyhow::Result<()> {
     let env = Env::start(None).await?;
@@ -123,6 +101,7 @@ async fn issuer_and_cluster_issuer_sign_requests() -> anyhow::Result<()> {
         .await?;
     let spec = objects::issuer_spec(&env.ca, &cluster_issuer, "server");
     objects::create_issuer(env.client(), Kind::ClusterIssuer, "", &cluster_issuer, spec).await?;
+    env.cluster.track_cluster_issuer(&cluster_issuer);
     objects::wait_issuer_reason(
         env.client(),
         Kind::ClusterIssuer,
@@ -301,6 +280,7 @@ async fn real_multirootca_signs_for_both_kinds() -> anyhow::Result<()> {
         .await?;
     let spec = objects::issuer_spec(&env.ca, &cluster_issuer, "server");
     objects::create_issuer(client, Kind::ClusterIssuer, "", &cluster_issuer, spec).await?;
+    env.cluster.track_cluster_issuer(&cluster_issuer);
     objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
     objects::wait_issuer_reason(client, Kind::ClusterIssuer, "", &cluster_issuer, "Checked", WAIT).await?;
     env.issue_and_verify("by-issuer", Kind::Issuer, "team-ca").await?;

@@ -9,6 +9,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, CustomResourceExt};
 
+use cfssl_issuer::api::ClusterIssuer;
 use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
 
 use crate::apiserver::{Options, TestServer};
@@ -19,6 +20,15 @@ pub struct Cluster {
     pub client: Client,
     pub kubeconfig: PathBuf,
     server: Option<TestServer>,
+    /// What `namespace` and `track_cluster_issuer` made, removed on drop from a real cluster
+    /// (the in-process one goes away whole).
+    created: std::sync::Mutex<Created>,
+}
+
+#[derive(Default)]
+struct Created {
+    namespaces: Vec<String>,
+    cluster_issuers: Vec<String>,
 }
 
 impl Cluster {
@@ -32,6 +42,7 @@ impl Cluster {
                 client: Client::try_from(config)?,
                 kubeconfig,
                 server: None,
+                created: Default::default(),
             });
         }
         let server = TestServer::start(Options::default()).await?;
@@ -41,6 +52,7 @@ impl Cluster {
             client,
             kubeconfig: server.kubeconfig_path().to_path_buf(),
             server: Some(server),
+            created: Default::default(),
         })
     }
 
@@ -57,6 +69,7 @@ impl Cluster {
     pub async fn namespace(&self, prefix: &str) -> anyhow::Result<String> {
         let name = super::unique(prefix);
         self.ensure_namespace(&name).await?;
+        self.created.lock().expect("lock").namespaces.push(name.clone());
         Ok(name)
     }
 
@@ -73,11 +86,13 @@ impl Cluster {
         }
     }
 
-    /// Deletes a namespace (and, on a real cluster, everything in it) at the end of a scenario.
-    pub async fn delete_namespace(&self, name: &str) {
-        let _ = Api::<Namespace>::all(self.client.clone())
-            .delete(name, &DeleteParams::default())
-            .await;
+    /// Marks a ClusterIssuer for removal when the scenario ends.
+    pub fn track_cluster_issuer(&self, name: &str) {
+        self.created
+            .lock()
+            .expect("lock")
+            .cluster_issuers
+            .push(name.into());
     }
 
     /// Creates or replaces the credential Secret `name` with `key` (hex) in `namespace`.
@@ -91,6 +106,33 @@ impl Cluster {
         api.patch(name, &params, &kube::api::Patch::Apply(&secret))
             .await?;
         Ok(())
+    }
+}
+
+impl Drop for Cluster {
+    /// On a real cluster, removes what the scenario made; best effort, on a thread of its own
+    /// because Drop cannot await.
+    fn drop(&mut self) {
+        if self.server.is_some() {
+            return;
+        }
+        let created = std::mem::take(&mut *self.created.lock().expect("lock"));
+        let client = self.client.clone();
+        let cleanup = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            rt.block_on(async {
+                let dp = DeleteParams::default();
+                for name in &created.cluster_issuers {
+                    let _ = Api::<ClusterIssuer>::all(client.clone()).delete(name, &dp).await;
+                }
+                for name in &created.namespaces {
+                    let _ = Api::<Namespace>::all(client.clone()).delete(name, &dp).await;
+                }
+            });
+        });
+        let _ = cleanup.join();
     }
 }
 
