@@ -11,8 +11,8 @@ pub mod manager;
 pub mod pki;
 pub mod telemetry;
 
-/// Installs the one rustls crypto provider (ring) for kube, reqwest and everything else.
+/// Installs the one rustls crypto provider (aws-lc-rs) for kube, reqwest and everything else.
 /// Safe to call more than once.
 pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }

@@ -286,7 +286,7 @@ impl Binary {
 
 #[tokio::test]
 async fn the_binary_serves_https_with_a_kubeconfig_and_control_endpoints() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let bin = Binary::start(&[]).await;
     assert!(bin.url.starts_with("https://127.0.0.1:"), "{}", bin.url);
     let client = bin.client().await;

@@ -102,8 +102,8 @@ impl Drop for Running {
 
 /// Builds the CA, writes its files when `config.dir` is set, and serves until shut down.
 pub async fn spawn(config: Config) -> anyhow::Result<Running> {
-    // ring is the only provider compiled in; another caller may have installed it already.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    // aws-lc-rs is the only provider compiled in; another caller may have installed it already.
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let policy = config.validate()?;
     let now = OffsetDateTime::now_utc();
     let ca = Ca::build(&config, now)?;

@@ -165,7 +165,7 @@ impl TestServer {
     /// Binds, writes the kubeconfig and starts serving on the current tokio runtime.
     pub async fn start(options: Options) -> Result<TestServer, Error> {
         // kube, and anything else using rustls here, runs on ring; a second install is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         let addr = SocketAddr::from(([127, 0, 0, 1], options.port));
         let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind {
             port: options.port,

@@ -90,7 +90,7 @@ async fn interrupted() {
 impl Demo {
     /// Returns whether every issuer became Ready and every request Issued.
     async fn run(&mut self, hold: bool) -> anyhow::Result<bool> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         if std::env::var_os("E2E_KUBECONFIG").is_some() {
             anyhow::bail!("unset E2E_KUBECONFIG: the demo runs its own API server");
         }

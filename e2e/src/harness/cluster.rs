@@ -33,7 +33,7 @@ struct Created {
 
 impl Cluster {
     pub async fn start() -> anyhow::Result<Cluster> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         if let Some(path) = std::env::var_os("E2E_KUBECONFIG") {
             let kubeconfig = PathBuf::from(path);
             let parsed = Kubeconfig::read_from(&kubeconfig).context("read E2E_KUBECONFIG")?;

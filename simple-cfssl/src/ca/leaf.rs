@@ -14,7 +14,7 @@ use rcgen::string::PrintableString;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, DnValue, IsCa, SanType, SerialNumber, SubjectPublicKeyInfo,
 };
-use ring::rand::{SecureRandom, SystemRandom};
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use time::OffsetDateTime;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::der_parser::asn1_rs::Tag;

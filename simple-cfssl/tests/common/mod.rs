@@ -16,7 +16,7 @@ pub const INFO: &str = "/api/v1/cfssl/info";
 pub const HEALTH: &str = "/api/v1/cfssl/health";
 
 pub fn http(tls_ca_pem: Option<&str>) -> reqwest::Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
     let mut builder = reqwest::Client::builder().no_proxy();
     if let Some(pem) = tls_ca_pem {
         let certs = reqwest::Certificate::from_pem_bundle(pem.as_bytes()).unwrap();
