@@ -11,6 +11,8 @@ SIMPLE_CFSSL_IMG ?= simple-cfssl:$(VERSION)
 KIND_CLUSTER ?= cfssl-issuer
 CERT_MANAGER_VERSION ?= v1.19.1
 E2E_KUBECONFIG ?= $(HOME)/.kube/kind-$(KIND_CLUSTER)
+# The project-local Python with Helm's engine for the chart lint (made by scripts/test-deps.sh).
+PYTHON ?= .venv/bin/python3
 # Where deploy-simple-cfssl saves the in-cluster CA's root and TLS CA for the e2e suite.
 E2E_DIR := $(CURDIR)/.e2e
 
@@ -30,16 +32,20 @@ build: ## Build the manager, simple-cfssl, the test server and the demo (debug)
 fmt: ## Format the code
 	$(CARGO) fmt --all
 
+.PHONY: test-deps
+test-deps: ## Set up what the tests need (golang-cfssl when root, a .venv with Helm's engine) or name the command that does
+	./scripts/test-deps.sh
+
 .PHONY: lint
-lint: ## rustfmt check, clippy -D warnings, the Helm chart lint and the kustomize build
+lint: test-deps ## rustfmt check, clippy -D warnings, the Helm chart lint and the kustomize build
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	python3 scripts/chart-lint.py
+	$(PYTHON) scripts/chart-lint.py
 	$(KUBECTL) kustomize config/default >/dev/null
 
 .PHONY: test
 test: lint ## Lint, then every test: unit, CFSSL conformance (multirootca + simple-cfssl), controllers, manifests, e2e
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace --no-fail-fast
 
 .PHONY: crds
 crds: ## Regenerate config/crd and the chart's CRDs from the API types

@@ -36,10 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-PIP_INSTALL = (
-    "python3 -m pip install --ignore-requires-python "
-    "helm-sdkpy==0.1.32 helm-python-sdk==0.2.2 PyYAML"
-)
+# `make test` (scripts/test-deps.sh) installs these into the project's .venv.
+PIP_INSTALL = "scripts/test-deps.sh  (or: .venv/bin/python3 scripts/chart-lint.py after it)"
 ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "charts" / "cfssl-issuer"
 RELEASE = "cfssl-issuer"

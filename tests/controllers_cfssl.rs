@@ -52,7 +52,7 @@ async fn issuer_check(backend: Backend, key: &str, profile: &str) -> (Value, Act
     let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
     let condition = body["status"]["conditions"][0].clone();
     expect_event(&mut api, "apps", condition["reason"].as_str().unwrap()).await;
-    (condition, task.await.unwrap().unwrap())
+    (condition, finish(task).await.unwrap())
 }
 
 async fn happy_path(backend: Backend) {
@@ -64,7 +64,7 @@ async fn happy_path(backend: Backend) {
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "Issued").await;
-    assert_eq!(task.await.unwrap().unwrap(), Action::await_change());
+    assert_eq!(finish(task).await.unwrap(), Action::await_change());
 
     let ready = &body["status"]["conditions"][0];
     assert_eq!(
@@ -116,11 +116,7 @@ async fn garbage_csr_fails_for_good(backend: Backend) {
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "PermanentError").await;
-    assert_eq!(
-        task.await.unwrap().unwrap(),
-        Action::await_change(),
-        "not retried"
-    );
+    assert_eq!(finish(task).await.unwrap(), Action::await_change(), "not retried");
     assert_eq!(body["status"]["conditions"][0]["reason"], "Failed");
     assert!(body["status"]["failureTime"].is_string());
     assert_eq!(ca.issued_count().unwrap_or(0), 0);
@@ -135,7 +131,7 @@ async fn key_rotated_at_the_ca_blames_the_issuer(backend: Backend) {
     expect_secret_read(&mut api, "apps", &secret(WRONG_KEY_HEX, "2")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "IssuerNotReady").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
     let ready = &body["status"]["conditions"][0];
     assert_eq!(
         (ready["status"].as_str(), ready["reason"].as_str()),
@@ -212,7 +208,7 @@ async fn ca_down_then_up() {
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "RetryableError").await;
     assert_eq!(
-        task.await.unwrap().unwrap(),
+        finish(task).await.unwrap(),
         Action::requeue(std::time::Duration::from_secs(1))
     );
     let pending = body["status"]["conditions"][0].clone();
@@ -235,7 +231,7 @@ async fn ca_down_then_up() {
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&retried).unwrap()).await;
     expect_event(&mut api, "apps", "Issued").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
     assert_eq!(body["status"]["conditions"][0]["reason"], "Issued");
     assert_eq!(ca.issued_count(), 1);
     ca.shutdown();

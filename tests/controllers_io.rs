@@ -27,7 +27,7 @@ async fn foreign_requests_are_never_touched() {
             kind,
             json!([{"type": "Approved", "status": "True"}]),
         );
-        certificaterequest::reconcile(Arc::new(cr), ctx.clone())
+        bounded(certificaterequest::reconcile(Arc::new(cr), ctx.clone()))
             .await
             .unwrap();
     }
@@ -38,7 +38,7 @@ async fn foreign_requests_are_never_touched() {
 async fn unapproved_requests_wait_without_a_write() {
     let (ctx, mut handle) = context(vec![], vec![]);
     let cr = request("waiting", GROUP, "Issuer", json!([]));
-    certificaterequest::reconcile(Arc::new(cr), ctx.clone())
+    bounded(certificaterequest::reconcile(Arc::new(cr), ctx.clone()))
         .await
         .unwrap();
     no_more_requests(&mut handle).await;
@@ -75,7 +75,7 @@ async fn denied_request_fails_with_one_apply_that_leaves_approval_conditions_alo
         &serde_json::to_value(request("denied", GROUP, "", json!([]))).unwrap(),
     );
     expect_event(&mut handle, "apps", "Denied").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
     no_more_requests(&mut handle).await;
 }
 
@@ -100,7 +100,7 @@ async fn unknown_kind_of_our_group_fails() {
     );
     answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
     expect_event(&mut handle, "apps", "PermanentError").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
 }
 
 #[tokio::test]
@@ -128,7 +128,7 @@ async fn missing_issuer_leaves_the_request_pending() {
     assert!(body["status"].get("failureTime").is_none());
     answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
     expect_event(&mut handle, "apps", "IssuerNotFound").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
 
     // Reconciling the same state again writes nothing.
     let mut pending = cr.clone();
@@ -137,7 +137,7 @@ async fn missing_issuer_leaves_the_request_pending() {
         body["status"]["conditions"][0].clone(),
     ]}))
     .unwrap();
-    certificaterequest::reconcile(Arc::new(pending), ctx.clone())
+    bounded(certificaterequest::reconcile(Arc::new(pending), ctx.clone()))
         .await
         .unwrap();
     no_more_requests(&mut handle).await;
@@ -166,7 +166,7 @@ async fn issuer_secret_is_read_from_the_issuer_namespace() {
     assert!(ready["message"].as_str().unwrap().contains("team-a/creds"));
     answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
     expect_event(&mut handle, "team-a", "SecretNotFound").await;
-    let action = task.await.unwrap().unwrap();
+    let action = finish(task).await.unwrap();
     assert_eq!(
         action,
         kube::runtime::controller::Action::requeue(Duration::from_secs(1)),
@@ -197,7 +197,7 @@ async fn cluster_issuer_secret_is_read_from_the_cluster_resource_namespace() {
     answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
     // Events for cluster-scoped objects go to the default namespace.
     expect_event(&mut handle, "default", "InvalidCredentials").await;
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
 }
 
 #[tokio::test]
@@ -222,7 +222,7 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
     );
     answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
     expect_event(&mut handle, "team-a", "Checked").await;
-    let action = task.await.unwrap().unwrap();
+    let action = finish(task).await.unwrap();
     assert_eq!(
         action,
         kube::runtime::controller::Action::requeue(Duration::from_secs(60))
@@ -233,7 +233,7 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
     let task = tokio::spawn(issuer::reconcile(Arc::new(issuer), ctx.clone()));
     let (_, _, _, send) = next(&mut handle).await;
     answer(send, StatusCode::OK, &secret);
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
     no_more_requests(&mut handle).await;
     ca.shutdown();
 }

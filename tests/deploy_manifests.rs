@@ -720,7 +720,7 @@ fn chart_render() -> &'static Path {
     OUT.get_or_init(|| {
         let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("chart-render-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&out);
-        let result = Command::new("python3")
+        let result = Command::new(chart_python())
             .arg(repo().join("scripts/chart-lint.py"))
             .arg("--out")
             .arg(&out)
@@ -734,11 +734,22 @@ fn chart_render() -> &'static Path {
         match result.status.code() {
             Some(0) => out,
             Some(2) => panic!(
-                "scripts/chart-lint.py is missing Helm's Python bindings (CI installs them):\n{report}"
+                "scripts/chart-lint.py is missing Helm's Python bindings (`scripts/test-deps.sh` installs them into .venv):\n{report}"
             ),
             _ => panic!("scripts/chart-lint.py found problems in the chart:\n{report}"),
         }
     })
+}
+
+/// The project's venv (made by `scripts/test-deps.sh`, which `make test` runs first) when it
+/// exists, else the `python3` on PATH.
+fn chart_python() -> PathBuf {
+    let venv = repo().join(".venv/bin/python3");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
 }
 
 fn chart_case(case: &str) -> Vec<Value> {

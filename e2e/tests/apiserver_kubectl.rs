@@ -23,16 +23,18 @@ fn kubectl_bin() -> String {
     std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
 }
 
-fn kubectl_missing() -> bool {
-    let missing = std::process::Command::new(kubectl_bin())
+/// Fails the test when kubectl cannot run: a skipped test would pass without testing anything.
+/// `make test` checks for kubectl first and names the command that installs it.
+fn require_kubectl() {
+    let status = std::process::Command::new(kubectl_bin())
         .arg("version")
         .arg("--client")
-        .output()
-        .is_err();
-    if missing {
-        eprintln!("kubectl not found; skipping");
-    }
-    missing
+        .output();
+    assert!(
+        status.is_ok_and(|o| o.status.success()),
+        "kubectl ({}) cannot run; these tests need it (see `scripts/test-deps.sh`)",
+        kubectl_bin()
+    );
 }
 
 /// Runs kubectl against `kubeconfig`; returns stdout, failing the test on a non-zero exit.
@@ -98,9 +100,7 @@ spec:
 
 #[tokio::test]
 async fn kubectl_applies_gets_and_describes_a_custom_resource() {
-    if kubectl_missing() {
-        return;
-    }
+    require_kubectl();
     let k = Kubectl::start().await;
     let crd = k.write("crd.yaml", &serde_saphyr::to_string(&Widget::crd()).unwrap());
     assert!(
@@ -144,9 +144,7 @@ async fn kubectl_applies_gets_and_describes_a_custom_resource() {
 
 #[tokio::test]
 async fn kubectl_applies_gets_and_describes_a_secret() {
-    if kubectl_missing() {
-        return;
-    }
+    require_kubectl();
     let k = Kubectl::start().await;
     let manifest = k.write(
         "secret.yaml",
@@ -170,9 +168,7 @@ async fn kubectl_applies_gets_and_describes_a_secret() {
 
 #[tokio::test]
 async fn kubectl_get_shows_crd_printer_columns() {
-    if kubectl_missing() {
-        return;
-    }
+    require_kubectl();
     let k = Kubectl::start().await;
     k.h.install_widgets().await;
     let widgets: Api<Widget> = k.h.api();
@@ -194,9 +190,7 @@ async fn kubectl_get_shows_crd_printer_columns() {
 
 #[tokio::test]
 async fn kubectl_wait_sees_a_condition_appear() {
-    if kubectl_missing() {
-        return;
-    }
+    require_kubectl();
     let k = Kubectl::start().await;
     k.h.install_widgets().await;
     let widgets: Api<Widget> = k.h.api();
@@ -321,11 +315,10 @@ async fn the_binary_serves_plain_http_without_auth() {
     );
     let namespaces: Api<Namespace> = Api::all(bin.client().await);
     namespaces.get("default").await.unwrap();
-    if !kubectl_missing() {
-        let cache = tempfile::tempdir().unwrap();
-        let out = kubectl(Path::new(&bin.kubeconfig), cache.path(), &["get", "namespaces"]).await;
-        assert!(out.contains("kube-system"), "{out}");
-    }
+    require_kubectl();
+    let cache = tempfile::tempdir().unwrap();
+    let out = kubectl(Path::new(&bin.kubeconfig), cache.path(), &["get", "namespaces"]).await;
+    assert!(out.contains("kube-system"), "{out}");
     assert!(bin.terminate().await.success());
 }
 
@@ -335,9 +328,7 @@ async fn kubectl_describe_shows_recorded_events() {
         Resource,
         runtime::events::{Event, EventType, Recorder, Reporter},
     };
-    if kubectl_missing() {
-        return;
-    }
+    require_kubectl();
     let k = Kubectl::start().await;
     k.h.install_widgets().await;
     let w =

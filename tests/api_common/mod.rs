@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-/// `shared/reference/crds`, next to the workspace.
+/// `tests/data/crds`: the reference CRDs this repository carries (see the README there).
 pub fn crd_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/crds")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/crds")
 }
 
 /// A reference CRD file (one document) as JSON.

@@ -104,6 +104,22 @@ pub fn request(name: &str, group: &str, kind: &str, conditions: Value) -> Certif
     cr
 }
 
+/// How long one scripted scenario may take. A reconcile that makes a request the script does not
+/// answer waits for ever on the mock; the bound turns that hang into a failure.
+pub const SCENARIO_LIMIT: Duration = Duration::from_secs(20);
+
+/// Awaits `work`, failing the test if it does not finish within [`SCENARIO_LIMIT`].
+pub async fn bounded<F: std::future::Future>(work: F) -> F::Output {
+    tokio::time::timeout(SCENARIO_LIMIT, work)
+        .await
+        .expect("the reconcile did not finish: it made an API request the script does not answer")
+}
+
+/// Joins a spawned reconcile under [`SCENARIO_LIMIT`], propagating its panic.
+pub async fn finish<T>(task: tokio::task::JoinHandle<T>) -> T {
+    bounded(task).await.expect("the reconcile task panicked")
+}
+
 /// The next request the client makes: method, path with query, JSON body.
 pub async fn next(handle: &mut ApiHandle) -> (Method, String, Value, SendResponse<Response<Body>>) {
     let (req, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
