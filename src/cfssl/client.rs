@@ -4,6 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use base64::{Engine, engine::general_purpose::STANDARD};
+use prometheus_client::metrics::counter::Counter;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 
@@ -28,6 +29,10 @@ pub struct ClientConfig {
     pub ca_bundle_pem: Option<Vec<u8>>,
     pub timeout: Duration,
     pub max_response_bytes: usize,
+    /// Counts sign requests a CA took but did not answer in time before the client failed over
+    /// to the next URL: each may have been signed there too (a possible duplicate signature).
+    /// The controllers pass their metric's counter; by default nobody reads it.
+    pub unanswered_signs: Counter,
 }
 
 impl ClientConfig {
@@ -44,6 +49,7 @@ impl ClientConfig {
             ca_bundle_pem: None,
             timeout: Self::DEFAULT_TIMEOUT,
             max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
+            unanswered_signs: Counter::default(),
         }
     }
 }
@@ -78,6 +84,7 @@ pub struct Signed {
 pub struct Client {
     http: reqwest::Client,
     endpoints: Endpoints,
+    failover: super::Failover,
     config: ClientConfig,
     /// DER of the signer certificate from the last `/info`, used to complete chains.
     signer: Mutex<Option<Arc<Vec<u8>>>>,
@@ -103,6 +110,7 @@ impl Client {
         let http = builder.build().map_err(Error::HttpClient)?;
         Ok(Self {
             http,
+            failover: super::Failover::new(endpoints.len()),
             endpoints,
             config,
             signer: Mutex::new(None),
@@ -120,7 +128,9 @@ impl Client {
             profile: &self.config.profile,
         };
         let body = serde_json::to_vec(&body).expect("plain struct serialises");
-        let (result, endpoint) = self.post::<InfoResult>(Call::Info, INFO_PATH, body).await?;
+        let (result, endpoint) = self
+            .post::<InfoResult>(Call::Info, INFO_PATH, body, false)
+            .await?;
         let signer = certificates_in(&result.certificate).map_err(|e| Error::Malformed {
             call: Call::Info,
             url: endpoint.clone(),
@@ -143,7 +153,7 @@ impl Client {
         let info = self.info().await?;
         let outer = self.auth_request("", false);
         match self
-            .post::<serde_json::Value>(Call::AuthSign, AUTHSIGN_PATH, outer)
+            .post::<serde_json::Value>(Call::AuthSign, AUTHSIGN_PATH, outer, false)
             .await
         {
             Err(Error::Refused { message, .. }) if message == "invalid request" => Ok(Health { info }),
@@ -163,7 +173,7 @@ impl Client {
         let csr = check_csr_pem(csr_pem)?;
         let outer = self.auth_request(&csr.pem, self.config.bundle);
         let (result, endpoint) = match self
-            .post::<SignResult>(Call::AuthSign, AUTHSIGN_PATH, outer)
+            .post::<SignResult>(Call::AuthSign, AUTHSIGN_PATH, outer, true)
             .await
         {
             Err(err) => return Err(self.disambiguate_bad_request(err).await),
@@ -275,16 +285,31 @@ impl Client {
         serde_json::to_vec(&outer).expect("plain struct serialises")
     }
 
-    /// POSTs `body` to `path` on each URL in order until one gives a definite answer.
+    /// POSTs `body` to `path` on each URL in order until one gives a definite answer. URLs
+    /// that went quiet on an earlier request are tried last (see [`super::Failover`]).
+    /// `signs`: the body carries a CSR, so a CA that went quiet may have signed it.
     async fn post<T: DeserializeOwned>(
         &self,
         call: Call,
         path: &str,
         body: Vec<u8>,
+        signs: bool,
     ) -> Result<(T, String), Error> {
         let mut last = None;
-        for base in self.endpoints.iter() {
-            match self.post_once(call, base, path, body.clone()).await {
+        for position in self.failover.order() {
+            let base = self.endpoints.get(position).expect("a position of the list");
+            let result = self.post_once(call, base, path, body.clone()).await;
+            match &result {
+                Err(Error::Timeout { .. }) => {
+                    self.failover.went_quiet(position);
+                    if signs {
+                        self.config.unanswered_signs.inc();
+                    }
+                }
+                Ok(_) | Err(Error::Refused { .. }) => self.failover.answered(position),
+                Err(_) => {}
+            }
+            match result {
                 Ok(result) => return Ok((result, display_base(base))),
                 Err(err) if err.fails_over() => {
                     tracing::debug!(error = %err, "CFSSL endpoint failed, trying the next");
@@ -368,7 +393,9 @@ struct ErrorContext {
 impl ErrorContext {
     fn transport(&self, err: reqwest::Error, timeout: Duration) -> Error {
         let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
-        if err.is_timeout() {
+        // A connection that could not be made carried nothing: it is unreachable, not quiet,
+        // even when making it timed out.
+        if err.is_timeout() && !err.is_connect() {
             return Error::Timeout {
                 call,
                 url,

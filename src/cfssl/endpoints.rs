@@ -33,6 +33,21 @@ impl Endpoints {
         self.0.iter()
     }
 
+    /// How many URLs there are (never zero).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never true: parsing refuses an empty list.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The URL at `position` in the configured order.
+    pub fn get(&self, position: usize) -> Option<&Url> {
+        self.0.get(position)
+    }
+
     /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`.
     pub fn api(base: &Url, path: &str) -> Url {
         base.join(path)

@@ -6,12 +6,14 @@ mod auth;
 mod client;
 mod endpoints;
 mod error;
+mod failover;
 pub mod wire;
 
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
 pub use endpoints::{Endpoints, EndpointsError};
 pub use error::{Call, Class, Error, IssuerFault, classify_refusal};
+pub use failover::Failover;
 
 /// Path of the authenticated signing endpoint, relative to a base URL.
 pub const AUTHSIGN_PATH: &str = "api/v1/cfssl/authsign";

@@ -91,7 +91,13 @@ pub fn cfssl_client<K: AnyIssuer>(
         secret_version: credentials.version.clone(),
     };
     ctx.cfssl.get_or_build(&key(issuer), fingerprint, || {
-        client_config(issuer.spec(), credentials, ctx.config.cfssl_timeout)
+        let mut config = client_config(issuer.spec(), credentials, ctx.config.cfssl_timeout);
+        config.unanswered_signs = ctx
+            .metrics
+            .possible_duplicates
+            .get_or_create(&IssuerLabels { issuer: key(issuer) })
+            .clone();
+        config
     })
 }
 

@@ -61,6 +61,7 @@ pub struct Metrics {
     pub issued: Family<IssuerLabels, Counter>,
     pub issuer_ready: Family<IssuerLabels, Gauge>,
     pub certificate_expiry: Family<CertificateLabels, Gauge<f64, AtomicU64>>,
+    pub possible_duplicates: Family<IssuerLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -108,6 +109,12 @@ impl Default for Metrics {
             prometheus_client::registry::Unit::Seconds,
             certificate_expiry.clone(),
         );
+        let possible_duplicates = Family::default();
+        registry.register(
+            "possible_duplicate_signatures",
+            "Sign requests a CA took without answering in time before the next URL was tried; each may have been signed twice",
+            possible_duplicates.clone(),
+        );
         Metrics {
             registry,
             reconciles,
@@ -117,6 +124,7 @@ impl Default for Metrics {
             issued,
             issuer_ready,
             certificate_expiry,
+            possible_duplicates,
         }
     }
 }
