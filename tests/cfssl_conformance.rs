@@ -287,6 +287,8 @@ conformance!(
         tls_with_and_without_ca_bundle,
         url_that_is_not_cfssl,
         bundle_gives_chain_and_root,
+        sign_every_key_type,
+        ed25519_is_refused_with_a_clear_message,
     ]
 );
 
