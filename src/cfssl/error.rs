@@ -258,8 +258,7 @@ mod tests {
     /// the last one, leaves the issuer unreachable (retryable).
     #[test]
     fn class_and_failover_table() {
-        let ctx = || (Call::Info, "https://ca".to_string(), "l".to_string());
-        let (call, url, label) = ctx();
+        let (call, url, label) = (Call::Info, "https://ca".to_string(), "l".to_string());
         let cases: Vec<(&str, Error, Class, bool)> = vec![
             ("proxy 400", http(400), Retryable, true),
             ("proxy 404", http(404), Retryable, true),
