@@ -31,7 +31,7 @@ pub struct CfsslArgs {
     /// File holding `additional_data` for the token, if the CA uses it.
     #[arg(long)]
     pub additional_data_file: Option<PathBuf>,
-    /// PEM bundle to trust for TLS to the CA, in addition to the system roots.
+    /// PEM bundle to trust for TLS to the CA, instead of the system roots (as `spec.caBundle`).
     #[arg(long)]
     pub ca_file: Option<PathBuf>,
     /// Per-request timeout in seconds.

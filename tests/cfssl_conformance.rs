@@ -5,7 +5,11 @@ mod support;
 use std::time::{Duration, Instant};
 
 use cfssl_issuer::cfssl::{AuthKey, Class, Client, ClientConfig, Error, IssuerFault};
-use support::{Backend, Ca, KEY_HEX, Misbehaviour, WRONG_KEY_HEX, csr, misbehaving_server, openssl_verify};
+use cfssl_issuer::pki::{CsrError, KeyType};
+use support::{
+    Backend, Ca, KEY_HEX, Misbehaviour, WRONG_KEY_HEX, csr, csr_with, misbehaving_server, openssl_verify,
+    other_cert_manager_keys, proxy_page, recording_server,
+};
 
 fn config(ca: &Ca, url: &str, label: &str, profile: &str, key_hex: &str) -> ClientConfig {
     let mut config = ClientConfig::new(url, label, AuthKey::from_hex(key_hex).unwrap());
@@ -157,18 +161,60 @@ async fn tls_with_and_without_ca_bundle(backend: Backend) {
     assert!(matches!(err, Error::Tls { .. }), "{err}");
 }
 
+/// A 404 from a path that is not the CFSSL API is not the CA's verdict: the next URL is
+/// tried, and with none left the issuer is unreachable (retryable), not misconfigured.
 async fn url_that_is_not_cfssl(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let client = Client::new(config(
-        &ca,
-        &format!("{}/not/here", ca.url),
-        "intermediate1",
-        "",
-        KEY_HEX,
-    ))
-    .unwrap();
-    let err = assert_class(client.check().await, Class::Issuer(IssuerFault::Config));
+    let wrong = format!("{}/not/here", ca.url);
+    let client = Client::new(config(&ca, &wrong, "intermediate1", "", KEY_HEX)).unwrap();
+    let err = assert_class(client.check().await, Class::Retryable);
     assert!(matches!(err, Error::Http { status: 404, .. }), "{err}");
+    let list = format!("{wrong},{}", ca.url);
+    let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
+    assert_eq!(client.check().await.unwrap().info.endpoint, ca.url);
+    let signed = client.sign(csr("a.example").0.as_bytes()).await.unwrap();
+    assert_eq!(signed.endpoint, ca.url);
+}
+
+/// P-384, P-521 (ecdsa-with-SHA512) and RSA 4096 requests are signed, and the certificates
+/// verify with openssl against the CA root.
+async fn sign_every_key_type(backend: Backend) {
+    let ca = Ca::start(backend, false).await;
+    let client = client(&ca, "intermediate1", "server", KEY_HEX);
+    for (name, key) in other_cert_manager_keys() {
+        let (csr, key) = csr_with("keys.example.org", key);
+        let signed = client
+            .sign(csr.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        openssl_verify(&signed.chain.certificates, &ca.root_pem).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let leaf = pem::parse_many(&signed.chain.certificates).unwrap().remove(0);
+        let (_, cert) = x509_parser::parse_x509_certificate(leaf.contents()).unwrap();
+        assert_eq!(
+            cert.public_key().raw,
+            rcgen::PublicKeyData::subject_public_key_info(&key),
+            "{name}"
+        );
+    }
+}
+
+/// CFSSL built before Go 1.13 (Debian's 2016 multirootca) cannot sign Ed25519 keys and
+/// answers `bad request`; the error says so.
+async fn ed25519_is_refused_with_a_clear_message(backend: Backend) {
+    let ca = Ca::start(backend, false).await;
+    let client = client(&ca, "intermediate1", "server", KEY_HEX);
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    let (csr, _) = csr_with("ed.example.org", key);
+    let err = assert_class(client.sign(csr.as_bytes()).await, Class::Permanent);
+    assert!(
+        matches!(&err, Error::UnsupportedKey { key_type: KeyType::Ed25519, message, .. } if message == "bad request"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("the CA does not sign Ed25519 keys"),
+        "{err}"
+    );
+    assert_eq!(ca.issued_count().unwrap_or(0), 0);
 }
 
 async fn bundle_gives_chain_and_root(backend: Backend) {
@@ -220,6 +266,8 @@ conformance!(
         tls_with_and_without_ca_bundle,
         url_that_is_not_cfssl,
         bundle_gives_chain_and_root,
+        sign_every_key_type,
+        ed25519_is_refused_with_a_clear_message,
     ]
 );
 
@@ -239,6 +287,8 @@ conformance!(
         tls_with_and_without_ca_bundle,
         url_that_is_not_cfssl,
         bundle_gives_chain_and_root,
+        sign_every_key_type,
+        ed25519_is_refused_with_a_clear_message,
     ]
 );
 
@@ -297,5 +347,186 @@ mod misbehaving {
         let only_bad = client_for(&bad, Duration::from_secs(5));
         let err = assert_class(only_bad.check().await, Class::Retryable);
         assert!(matches!(err, Error::Http { status: 503, .. }), "{err}");
+    }
+
+    /// A proxy's 4xx/5xx page is not the CA's answer: the next URL signs; with no other URL the
+    /// error is retryable (the issuer is CAUnreachable) and quotes the first 120 bytes.
+    #[tokio::test]
+    async fn proxy_answers_fail_over_to_the_next_url() {
+        let ca = Ca::start(Backend::Multirootca, false).await;
+        for status in [400, 404, 405, 413, 502] {
+            let bad = misbehaving_server(Misbehaviour::Proxy(status)).await;
+            let client = client_for(&format!("{bad},{}", ca.url), Duration::from_secs(5));
+            let signed = client.sign(csr("a.example").0.as_bytes()).await;
+            assert_eq!(
+                signed.map(|s| s.endpoint).ok().as_ref(),
+                Some(&ca.url),
+                "{status}"
+            );
+            let only_bad = client_for(&bad, Duration::from_secs(5));
+            let err = assert_class(only_bad.check().await, Class::Retryable);
+            let page = proxy_page(status);
+            let want = &page[..120];
+            assert!(
+                matches!(&err, Error::Http { status: s, snippet, .. } if *s == status && snippet == want),
+                "{status}: {err:?}"
+            );
+            assert!(err.to_string().contains(want), "{err}");
+            assert_eq!(
+                cfssl_issuer::controllers::issuer::decide::reason_for(&err),
+                cfssl_issuer::api::ReadyReason::CaUnreachable,
+                "{status}"
+            );
+        }
+    }
+
+    /// `user:password@` in a URL is sent as basic auth and shown nowhere: not in any error
+    /// (which is what conditions, Events and logs carry), nor in the client's Debug.
+    #[tokio::test]
+    async fn credentials_in_the_url_are_sent_but_never_shown() {
+        const SECRET: &str = "s3cret-pw";
+        let (recorder, heads) = recording_server().await;
+        let creds = |base: &str| base.replacen("://", "://operator:s3cret-pw@", 1);
+        let dead = format!("http://127.0.0.1:{}", support::free_port());
+        let tls_to_plain = recorder.replacen("http://", "https://", 1);
+        let urls = [
+            creds(&dead),
+            creds(&tls_to_plain),
+            creds(&recorder),
+            format!("{},{}", creds(&dead), creds(&recorder)),
+        ];
+        let mut errors = Vec::new();
+        for url in &urls {
+            let client = client_for(url, Duration::from_secs(5));
+            assert!(!format!("{client:?}").contains(SECRET), "{client:?}");
+            errors.push(client.check().await.unwrap_err());
+            errors.push(client.sign(csr("a.example").0.as_bytes()).await.unwrap_err());
+        }
+        let mut bad_config = ClientConfig::new(
+            "ftp://operator:s3cret-pw@ca",
+            "l",
+            AuthKey::from_hex(KEY_HEX).unwrap(),
+        );
+        bad_config.timeout = Duration::from_secs(1);
+        errors.push(Client::new(bad_config).unwrap_err());
+        let kinds: Vec<&str> = errors.iter().map(kind).collect();
+        for want in ["Unreachable", "Tls", "Http", "Endpoints"] {
+            assert!(kinds.contains(&want), "{want} not among {kinds:?}");
+        }
+        for err in &errors {
+            let mut texts = vec![err.to_string(), format!("{err:?}")];
+            let mut source = std::error::Error::source(err);
+            while let Some(e) = source {
+                texts.push(e.to_string());
+                source = e.source();
+            }
+            for text in texts {
+                assert!(!text.contains(SECRET), "password shown in {text}");
+            }
+            assert!(err.to_string().contains("***@"), "{err}");
+        }
+        let basic = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "operator:s3cret-pw");
+        let heads = heads.lock().unwrap();
+        assert!(
+            heads.iter().any(|h| h
+                .to_ascii_lowercase()
+                .contains(&format!("authorization: basic {}", basic.to_ascii_lowercase()))),
+            "basic auth not sent: {heads:?}"
+        );
+    }
+
+    fn kind(err: &Error) -> &'static str {
+        match err {
+            Error::Unreachable { .. } => "Unreachable",
+            Error::Tls { .. } => "Tls",
+            Error::Http { .. } => "Http",
+            Error::Endpoints(_) => "Endpoints",
+            _ => "other",
+        }
+    }
+
+    /// A CSR over 64 KiB (here: 2,000 SANs) is refused before anything is sent.
+    #[tokio::test]
+    async fn csr_over_64_kib_never_reaches_the_ca() {
+        let (url, heads) = recording_server().await;
+        let names: Vec<String> = (0..2000)
+            .map(|i| format!("host-{i:05}.a-rather-long-subdomain.example.org"))
+            .collect();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .serialize_request(&key)
+            .unwrap()
+            .pem()
+            .unwrap();
+        assert!(pem.len() > 64 * 1024, "{}", pem.len());
+        let err = assert_class(
+            client_for(&url, Duration::from_secs(5))
+                .sign(pem.as_bytes())
+                .await,
+            Class::Permanent,
+        );
+        assert!(
+            matches!(err, Error::Csr(CsrError::TooLarge { size }) if size == pem.len()),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("over the 64 KiB limit"), "{err}");
+        assert!(heads.lock().unwrap().is_empty(), "the CA was called");
+    }
+}
+
+/// `spec.caBundle` replaces the system roots for its issuer; without it the system roots and
+/// `SSL_CERT_FILE` apply. Run through the binary's `check` (its `--ca-file` is the same client
+/// setting as `spec.caBundle`) so that each case gets its own `SSL_CERT_FILE`.
+mod trust {
+    use super::*;
+
+    #[tokio::test]
+    async fn ca_bundle_replaces_the_system_roots() {
+        let ca = Ca::start(Backend::SimpleCfssl, true).await;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let right = write("tls-ca.pem", ca.tls_ca_pem.as_deref().unwrap());
+        // Another CA: the signing root, which did not issue the TLS server certificate.
+        let other = write("other-ca.pem", &ca.root_pem);
+        let key = write("key", KEY_HEX);
+        // (SSL_CERT_FILE, --ca-file / caBundle, trusted)
+        let cases = [
+            (&right, None, true),
+            (&other, None, false),
+            (&other, Some(&right), true),
+            (&right, Some(&other), false),
+        ];
+        for (system, bundle, trusted) in cases {
+            let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_cfssl-issuer"));
+            cmd.args([
+                "check",
+                "--label",
+                "intermediate1",
+                "--timeout-seconds",
+                "5",
+                "--url",
+            ])
+            .arg(&ca.url)
+            .arg("--key-file")
+            .arg(&key)
+            .env("SSL_CERT_FILE", system)
+            .env_remove("SSL_CERT_DIR");
+            if let Some(bundle) = bundle {
+                cmd.arg("--ca-file").arg(bundle);
+            }
+            let out = cmd.output().await.unwrap();
+            let row = format!("system {system:?} bundle {bundle:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.success(), trusted, "{row}: {stderr}");
+            if !trusted {
+                assert_eq!(out.status.code(), Some(1), "{row}");
+                assert!(stderr.contains("TLS failure"), "{row}: {stderr}");
+            }
+        }
     }
 }

@@ -236,3 +236,71 @@ async fn ca_down_then_up() {
     assert_eq!(ca.issued_count(), 1);
     ca.shutdown();
 }
+
+/// The request's Ready condition after one reconcile of `csr_pem` against `ca`.
+async fn sign_once(ca: &Ca, csr_pem: &str, want_event: &str) -> Value {
+    let (ctx, mut api) = context(vec![checked(ca_issuer(ca, "server"))], vec![]);
+    let cr = approved_request(csr_pem);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", want_event).await;
+    assert_eq!(task.await.unwrap().unwrap(), Action::await_change());
+    body["status"]["conditions"][0].clone()
+}
+
+/// The 2016 multirootca answers `bad request` to an Ed25519 CSR: the request fails, saying the
+/// CA does not sign Ed25519 keys.
+#[tokio::test]
+async fn ed25519_request_fails_saying_the_ca_does_not_sign_it() {
+    let ca = Ca::start(Backend::Multirootca, false).await;
+    let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+    let (csr_pem, _) = support::csr_with("web.apps.example.org", key);
+    let ready = sign_once(&ca, &csr_pem, "PermanentError").await;
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("False"), Some("Failed"))
+    );
+    let message = ready["message"].as_str().unwrap();
+    assert!(message.contains("the CA does not sign Ed25519 keys"), "{message}");
+}
+
+/// A CSR over 64 KiB fails at once with a message naming the limit; the CA signs nothing
+/// (simple-cfssl would sign this CSR if it were sent).
+#[tokio::test]
+async fn csr_over_64_kib_fails_without_calling_the_ca() {
+    let ca = Ca::start(Backend::SimpleCfssl, false).await;
+    let (csr_pem, _) = csr("web.apps.example.org");
+    let padded = format!("{}\n{csr_pem}", "#".repeat(64 * 1024));
+    let ready = sign_once(&ca, &padded, "PermanentError").await;
+    assert_eq!(ready["reason"], "Failed", "{ready}");
+    let message = ready["message"].as_str().unwrap();
+    assert!(message.contains("over the 64 KiB limit"), "{message}");
+    assert_eq!(ca.issued_count(), Some(0));
+}
+
+/// An issuer whose URL carries `user:password@` and reaches a proxy's 404: CAUnreachable with
+/// the page quoted, and the password in neither the condition nor the Event.
+#[tokio::test]
+async fn proxy_404_makes_the_issuer_unreachable_without_showing_the_password() {
+    let proxy = support::misbehaving_server(support::Misbehaviour::Proxy(404)).await;
+    let url = proxy.replacen("://", "://operator:s3cret-pw@", 1);
+    let (ctx, mut api) = context(vec![], vec![]);
+    let issuer = issuer("apps", "ca", &url);
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
+    let (_, _, event, send) = next(&mut api).await;
+    answer(send, http::StatusCode::CREATED, &event);
+    task.await.unwrap().unwrap();
+    let condition = &body["status"]["conditions"][0];
+    assert_eq!(condition["reason"], "CAUnreachable", "{condition}");
+    assert_eq!(event["reason"], "CAUnreachable", "{event}");
+    let message = condition["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 404"), "{message}");
+    assert!(message.contains("404 from the proxy"), "{message}");
+    for text in [body.to_string(), event.to_string()] {
+        assert!(!text.contains("s3cret-pw"), "{text}");
+        assert!(text.contains("***@127.0.0.1"), "{text}");
+    }
+}

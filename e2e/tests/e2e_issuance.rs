@@ -58,8 +58,20 @@ impl Env {
 
     /// Issues a request to `kind`/`issuer` and checks the result end to end.
     async fn issue_and_verify(&self, name: &str, kind: Kind, issuer: &str) -> anyhow::Result<()> {
+        self.issue_key_and_verify(name, kind, issuer, rcgen::KeyPair::generate()?)
+            .await
+    }
+
+    /// Creates and approves a request for `key` to `kind`/`issuer`; returns its CSR.
+    async fn request_for(
+        &self,
+        name: &str,
+        kind: Kind,
+        issuer: &str,
+        key: rcgen::KeyPair,
+    ) -> anyhow::Result<Csr> {
         let dns = format!("{name}.{}.svc", self.ns);
-        let csr = Csr::new(&dns)?;
+        let csr = Csr::with_key(&dns, key)?;
         objects::create_request(
             self.client(),
             &self.ns,
@@ -71,6 +83,19 @@ impl Env {
         )
         .await?;
         objects::approve(self.client(), &self.ns, name).await?;
+        Ok(csr)
+    }
+
+    /// Issues a request for `key` and checks the result end to end.
+    async fn issue_key_and_verify(
+        &self,
+        name: &str,
+        kind: Kind,
+        issuer: &str,
+        key: rcgen::KeyPair,
+    ) -> anyhow::Result<()> {
+        let csr = self.request_for(name, kind, issuer, key).await?;
+        let dns = format!("{name}.{}.svc", self.ns);
         let issued = objects::wait_request_reason(self.client(), &self.ns, name, "Issued", WAIT).await?;
         let status = issued.status.expect("status");
         let chain = status.certificate.expect("status.certificate").0;
@@ -286,5 +311,56 @@ async fn real_multirootca_signs_for_both_kinds() -> anyhow::Result<()> {
     env.issue_and_verify("by-issuer", Kind::Issuer, "team-ca").await?;
     env.issue_and_verify("by-cluster-issuer", Kind::ClusterIssuer, &cluster_issuer)
         .await?;
+    Ok(())
+}
+
+/// Every key type cert-manager makes, against the real multirootca: P-384, P-521 (signed with
+/// ecdsa-with-SHA512) and RSA 4096 are issued and verify with openssl against the CA root;
+/// Ed25519, which that 2016 build cannot sign, fails with a message saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_multirootca_signs_every_key_type() -> anyhow::Result<()> {
+    if std::env::var_os("E2E_KUBECONFIG").is_some() {
+        eprintln!("skipped against a real cluster: multirootca runs on this machine only");
+        return Ok(());
+    }
+    use rcgen::{KeyPair, RsaKeySize};
+    let env = Env::start(Some(Ca::multirootca()?)).await?;
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    let keys = [
+        (
+            "ecdsa-p384",
+            KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384)?,
+        ),
+        (
+            "ecdsa-p521",
+            KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512)?,
+        ),
+        (
+            "rsa-4096",
+            KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA512, RsaKeySize::_4096)?,
+        ),
+    ];
+    for (name, key) in keys {
+        env.issue_key_and_verify(name, Kind::Issuer, "team-ca", key)
+            .await?;
+    }
+
+    let ed25519 = KeyPair::generate_for(&rcgen::PKCS_ED25519)?;
+    env.request_for("ed25519", Kind::Issuer, "team-ca", ed25519)
+        .await?;
+    let failed = objects::wait_request_reason(env.client(), &env.ns, "ed25519", "Failed", WAIT).await?;
+    let ready = failed.condition(cfssl_issuer::api::READY).expect("Ready");
+    assert_eq!(ready.status, "False");
+    let message = &ready.message;
+    assert!(message.contains("the CA does not sign Ed25519 keys"), "{message}");
+    assert!(
+        failed
+            .status
+            .as_ref()
+            .and_then(|s| s.certificate.as_ref())
+            .is_none(),
+        "no certificate"
+    );
     Ok(())
 }

@@ -8,15 +8,16 @@ use prometheus_client::metrics::counter::Counter;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 
+use super::endpoints::{display_base, redact_list};
 use super::error::{Call, Class, Error, IssuerFault, classify_refusal};
 use super::wire::{AuthSignRequest, Envelope, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
-use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
+use crate::pki::{Chain, KeyType, certificates_in, check_csr_pem, complete_chain};
 
 /// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientConfig {
-    /// Comma-separated base URLs, tried in order.
+    /// Comma-separated base URLs, tried in order; `user:password@` is sent as basic auth.
     pub url: String,
     pub label: String,
     /// Empty means the CA's `default` profile.
@@ -25,7 +26,8 @@ pub struct ClientConfig {
     /// from the signer certificate.
     pub bundle: bool,
     pub key: AuthKey,
-    /// PEM certificates trusted for TLS to the CA, besides the system roots.
+    /// PEM certificates trusted for TLS to the CA, instead of the system roots (and
+    /// `SSL_CERT_FILE`), so that trust can be pinned to one CA.
     pub ca_bundle_pem: Option<Vec<u8>>,
     pub timeout: Duration,
     pub max_response_bytes: usize,
@@ -33,6 +35,22 @@ pub struct ClientConfig {
     /// to the next URL: each may have been signed there too (a possible duplicate signature).
     /// The controllers pass their metric's counter; by default nobody reads it.
     pub unanswered_signs: Counter,
+}
+
+/// Written by hand: the URL may carry a password and the key is secret.
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("url", &redact_list(&self.url))
+            .field("label", &self.label)
+            .field("profile", &self.profile)
+            .field("bundle", &self.bundle)
+            .field("key", &self.key)
+            .field("ca_bundle_pem", &self.ca_bundle_pem.as_ref().map(Vec::len))
+            .field("timeout", &self.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
+            .finish()
+    }
 }
 
 impl ClientConfig {
@@ -105,7 +123,7 @@ impl Client {
             if certs.is_empty() {
                 return Err(Error::CaBundle("no PEM certificate in it".into()));
             }
-            builder = builder.tls_certs_merge(certs);
+            builder = builder.tls_certs_only(certs);
         }
         let http = builder.build().map_err(Error::HttpClient)?;
         Ok(Self {
@@ -176,7 +194,10 @@ impl Client {
             .post::<SignResult>(Call::AuthSign, AUTHSIGN_PATH, outer, true)
             .await
         {
-            Err(err) => return Err(self.disambiguate_bad_request(err).await),
+            Err(err) => {
+                let err = self.disambiguate_bad_request(err).await;
+                return Err(unsupported_key(err, csr.key_type));
+            }
             Ok(ok) => ok,
         };
         let bad_cert = |detail: String| Error::BadCertificate {
@@ -352,8 +373,26 @@ impl Client {
     }
 }
 
-fn display_base(base: &Url) -> String {
-    base.as_str().trim_end_matches('/').to_string()
+/// A CSR refused for good whose key type CFSSL builds before Go 1.13 cannot sign (Ed25519; the
+/// 2016 multirootca answers `bad request`) is refused with a message that says so.
+fn unsupported_key(err: Error, key_type: KeyType) -> Error {
+    match err {
+        Error::Refused {
+            call,
+            url,
+            label,
+            message,
+            class: Class::Permanent,
+            ..
+        } if key_type == KeyType::Ed25519 => Error::UnsupportedKey {
+            call,
+            url,
+            label,
+            key_type,
+            message,
+        },
+        other => other,
+    }
 }
 
 /// In the credential probe, `bad request` can only mean an unknown label: the CSR was empty.
@@ -393,6 +432,8 @@ struct ErrorContext {
 impl ErrorContext {
     fn transport(&self, err: reqwest::Error, timeout: Duration) -> Error {
         let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        // Our own (redacted) URL names the endpoint; reqwest's could carry credentials.
+        let err = err.without_url();
         // A connection that could not be made carried nothing: it is unreachable, not quiet,
         // even when making it timed out.
         if err.is_timeout() && !err.is_connect() {

@@ -4,8 +4,17 @@ use reqwest::Url;
 
 /// Ordered CFSSL base URLs, normalised so that `join` of an API path works whatever the user
 /// wrote (spaces around commas, trailing slashes, a path prefix behind a proxy).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// A `user:password@` in a URL is sent as HTTP basic auth (reqwest does so) but never shown:
+/// `Display`, `Debug` and every error carry [`redact`]ed URLs.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Endpoints(Vec<Url>);
+
+impl std::fmt::Debug for Endpoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Endpoints").field(&self.to_string()).finish()
+    }
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum EndpointsError {
@@ -57,7 +66,7 @@ impl Endpoints {
 
 fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
     let invalid = |reason: &str| EndpointsError::Invalid {
-        url: raw.to_string(),
+        url: redact(raw),
         reason: reason.into(),
     };
     let mut url = Url::parse(raw).map_err(|e| invalid(&e.to_string()))?;
@@ -78,9 +87,36 @@ fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
     Ok(url)
 }
 
+/// A base URL as shown to people: no trailing `/`, credentials replaced by `***`.
+pub fn display_base(base: &Url) -> String {
+    redact(base.as_str().trim_end_matches('/'))
+}
+
+/// [`redact`] of each URL in a comma-separated list.
+pub fn redact_list(list: &str) -> String {
+    list.split(',').map(redact).collect::<Vec<_>>().join(",")
+}
+
+/// `scheme://user:password@host/...` becomes `scheme://***@host/...`. Works on text that does
+/// not parse as a URL too, so that an invalid `url` can be named in an error.
+pub fn redact(raw: &str) -> String {
+    let Some(scheme_end) = raw.find("://").map(|i| i + 3) else {
+        return match raw.rfind('@') {
+            Some(at) => format!("***{}", &raw[at..]),
+            None => raw.to_string(),
+        };
+    };
+    let rest = &raw[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &raw[..scheme_end], &rest[at..]),
+        None => raw.to_string(),
+    }
+}
+
 impl std::fmt::Display for Endpoints {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let list: Vec<&str> = self.0.iter().map(|u| u.as_str().trim_end_matches('/')).collect();
+        let list: Vec<String> = self.0.iter().map(display_base).collect();
         f.write_str(&list.join(","))
     }
 }
@@ -140,6 +176,34 @@ mod tests {
                 "input {input:?} should be rejected"
             );
         }
+    }
+
+    #[test]
+    fn credentials_are_never_shown() {
+        let cases = [
+            ("https://user:s3cret@ca:8888/", "https://***@ca:8888/"),
+            ("https://s3cret@ca", "https://***@ca"),
+            ("http://u:s3cret@ca/path@x", "http://***@ca/path@x"),
+            ("http://u:p@ss:s3cret@ca", "http://***@ca"),
+            ("http://ca/p@th", "http://ca/p@th"),
+            ("u:s3cret@ca:8888", "***@ca:8888"),
+            ("https://ca:8888", "https://ca:8888"),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(redact(raw), want, "{raw}");
+        }
+        assert_eq!(
+            redact_list("http://a:s3cret@x, https://b:s3cret@y/p"),
+            "http://***@x, https://***@y/p"
+        );
+        let eps = Endpoints::parse("https://user:s3cret@a:1/, http://b").unwrap();
+        assert_eq!(eps.to_string(), "https://***@a:1,http://b");
+        assert_eq!(format!("{eps:?}"), r#"Endpoints("https://***@a:1,http://b")"#);
+        let err = Endpoints::parse("ftp://user:s3cret@ca").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid CFSSL URL "ftp://***@ca": scheme must be http or https"#
+        );
     }
 
     #[test]

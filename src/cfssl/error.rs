@@ -67,7 +67,20 @@ pub enum Error {
         message: String,
         class: Class,
     },
-    /// An HTTP status with a body that is not a CFSSL envelope (a proxy, a wrong URL).
+    /// The CA refused a CSR whose key type it cannot sign.
+    #[error(
+        "{call} at {url} (label {label:?}) refused the CSR: the CA does not sign {key_type} keys; \
+         request an RSA or ECDSA key (CA said: {message})"
+    )]
+    UnsupportedKey {
+        call: Call,
+        url: String,
+        label: String,
+        key_type: crate::pki::KeyType,
+        message: String,
+    },
+    /// An HTTP status with a body that is not a CFSSL envelope (a proxy, a wrong URL): not the
+    /// CA's verdict, so the next URL is tried, and the issuer is unreachable if all answer so.
     #[error("{call} at {url} (label {label:?}): HTTP {status} without a CFSSL answer: {snippet:?}")]
     Http {
         call: Call,
@@ -131,10 +144,10 @@ impl Error {
         match self {
             Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
             Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
-            Error::Csr(_) => Class::Permanent,
+            Error::Csr(_) | Error::UnsupportedKey { .. } => Class::Permanent,
             Error::Refused { class, .. } => *class,
-            Error::Http { status, .. } => http_status_class(*status),
-            Error::Malformed { .. }
+            Error::Http { .. }
+            | Error::Malformed { .. }
             | Error::TooLarge { .. }
             | Error::Timeout { .. }
             | Error::Unreachable { .. }
@@ -142,28 +155,20 @@ impl Error {
         }
     }
 
-    /// Whether the next URL in the list should be tried: the CA was not reached or not
-    /// healthy. A definite answer from a live CA (any 4xx) is final.
+    /// Whether the next URL in the list should be tried: the CA was not reached, not healthy,
+    /// or something else answered (any status without a CFSSL envelope). Only a CFSSL envelope
+    /// from a live CA (a 4xx refusal) is final.
     pub fn fails_over(&self) -> bool {
         match self {
-            Error::Http { status, .. } => *status >= 500 || *status == 429,
             Error::Refused { status, .. } => *status >= 500,
-            Error::Malformed { .. }
+            Error::Http { .. }
+            | Error::Malformed { .. }
             | Error::TooLarge { .. }
             | Error::Timeout { .. }
             | Error::Tls { .. }
             | Error::Unreachable { .. } => true,
             _ => false,
         }
-    }
-}
-
-/// A bare HTTP status from something that is not speaking CFSSL.
-fn http_status_class(status: u16) -> Class {
-    match status {
-        429 | 500.. => Class::Retryable,
-        // 404/405 and friends: the URL points at something that is not a CFSSL API.
-        _ => Class::Issuer(IssuerFault::Config),
     }
 }
 
@@ -227,16 +232,142 @@ mod tests {
         }
     }
 
+    fn http(status: u16) -> Error {
+        Error::Http {
+            call: Call::AuthSign,
+            url: "https://ca".into(),
+            label: "l".into(),
+            status,
+            snippet: "<html>".into(),
+        }
+    }
+
+    fn refused(status: u16, class: Class) -> Error {
+        Error::Refused {
+            call: Call::AuthSign,
+            url: "https://ca".into(),
+            label: "l".into(),
+            status,
+            code: 1,
+            message: "m".into(),
+            class,
+        }
+    }
+
+    /// Only a CFSSL envelope from a live CA is final; anything else tries the next URL and, on
+    /// the last one, leaves the issuer unreachable (retryable).
     #[test]
-    fn bare_http_status_table() {
-        let cases = [
-            (404, Issuer(Config)),
-            (405, Issuer(Config)),
-            (429, Retryable),
-            (502, Retryable),
+    fn class_and_failover_table() {
+        let (call, url, label) = (Call::Info, "https://ca".to_string(), "l".to_string());
+        let cases: Vec<(&str, Error, Class, bool)> = vec![
+            ("proxy 400", http(400), Retryable, true),
+            ("proxy 404", http(404), Retryable, true),
+            ("proxy 405", http(405), Retryable, true),
+            ("proxy 413", http(413), Retryable, true),
+            ("proxy 429", http(429), Retryable, true),
+            ("proxy 502", http(502), Retryable, true),
+            ("refused 400", refused(400, Permanent), Permanent, false),
+            (
+                "refused token",
+                refused(401, Issuer(Credentials)),
+                Issuer(Credentials),
+                false,
+            ),
+            ("refused 500", refused(500, Retryable), Retryable, true),
+            (
+                "200 not cfssl",
+                Error::Malformed {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    detail: "x".into(),
+                },
+                Retryable,
+                true,
+            ),
+            (
+                "too large",
+                Error::TooLarge {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    limit: 1,
+                },
+                Retryable,
+                true,
+            ),
+            (
+                "timeout",
+                Error::Timeout {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    timeout: std::time::Duration::from_secs(1),
+                },
+                Retryable,
+                true,
+            ),
+            (
+                "tls",
+                Error::Tls {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    detail: "x".into(),
+                },
+                Issuer(Tls),
+                true,
+            ),
+            (
+                "unreachable",
+                Error::Unreachable {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    detail: "x".into(),
+                },
+                Retryable,
+                true,
+            ),
+            (
+                "bad certificate",
+                Error::BadCertificate {
+                    call,
+                    url: url.clone(),
+                    label: label.clone(),
+                    detail: "x".into(),
+                },
+                Retryable,
+                false,
+            ),
+            (
+                "ed25519",
+                Error::UnsupportedKey {
+                    call,
+                    url,
+                    label,
+                    key_type: crate::pki::KeyType::Ed25519,
+                    message: "bad request".into(),
+                },
+                Permanent,
+                false,
+            ),
+            (
+                "csr",
+                Error::Csr(CsrError::TooLarge { size: 70000 }),
+                Permanent,
+                false,
+            ),
+            ("ca bundle", Error::CaBundle("x".into()), Issuer(Tls), false),
+            (
+                "url",
+                Error::Endpoints(super::super::EndpointsError::Empty),
+                Issuer(Config),
+                false,
+            ),
         ];
-        for (status, want) in cases {
-            assert_eq!(http_status_class(status), want, "{status}");
+        for (name, err, class, fails_over) in cases {
+            assert_eq!((err.class(), err.fails_over()), (class, fails_over), "{name}");
         }
     }
 }

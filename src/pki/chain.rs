@@ -63,9 +63,10 @@ fn parse_at(der: &[u8], index: usize) -> Result<X509Certificate<'_>, ChainError>
         })
 }
 
+/// PEM with `\n` line endings, whatever the CA sent.
 fn to_pem(ders: &[Vec<u8>]) -> String {
     ders.iter()
-        .map(|d| pem::encode(&pem::Pem::new("CERTIFICATE", d.clone())))
+        .map(|d| super::pem_lf(&pem::Pem::new("CERTIFICATE", d.clone())))
         .collect()
 }
 
@@ -129,7 +130,10 @@ pub fn complete_chain(
         if ders[0] != leaf_der {
             ders.insert(0, leaf_der.clone());
         }
-        let root = root.filter(|r| !r.trim().is_empty()).map(str::to_string);
+        // Re-encoded for `\n` line endings; a root that does not parse is dropped, not the leaf.
+        let root = root
+            .and_then(|r| certificates_in(r).ok())
+            .map(|ders| to_pem(&ders));
         return Ok(Chain {
             certificates: to_pem(&ders),
             ca: root,
@@ -296,6 +300,32 @@ mod tests {
                 want_ca,
                 "{name}"
             );
+        }
+    }
+
+    /// CFSSL's PEM uses `\n`; so do `status.certificate` and `status.ca`, even when the CA (or a
+    /// proxy) sent CRLF.
+    #[test]
+    fn chain_pem_has_lf_line_endings() {
+        let p = pki();
+        let crlf = |s: &str| s.replace("\r\n", "\n").replace('\n', "\r\n");
+        let bundle = crlf(&format!("{}{}", p.leaf_pem, p.int_pem));
+        let root = crlf(&p.root_pem);
+        let leaf = crlf(&p.leaf_pem);
+        let leaf_by_root = crlf(&p.leaf_by_root_pem);
+        let chains = [
+            complete_chain(&leaf, Some((&bundle, Some(&root))), None, &p.leaf_key),
+            complete_chain(&leaf, None, Some(&der(&p.int_pem)), &p.leaf_key),
+            complete_chain(&leaf_by_root, None, Some(&der(&p.root_pem)), &p.leaf_key),
+        ];
+        for chain in chains {
+            let chain = chain.unwrap();
+            let texts = [Some(&chain.certificates), chain.ca.as_ref()];
+            for text in texts.into_iter().flatten() {
+                assert!(!text.contains('\r'), "{text:?}");
+                assert!(text.starts_with("-----BEGIN CERTIFICATE-----\n"), "{text:?}");
+                assert!(text.ends_with("-----END CERTIFICATE-----\n"), "{text:?}");
+            }
         }
     }
 

@@ -2,8 +2,15 @@
 
 use x509_parser::prelude::{FromDer, X509CertificationRequest};
 
+use super::signature::{self, KeyType};
+
+/// The largest CSR (PEM text) accepted; cert-manager's largest, RSA 8192, is under 4 KiB.
+pub const MAX_CSR_BYTES: usize = 64 * 1024;
+
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum CsrError {
+    #[error("the CSR is {size} bytes, over the {} KiB limit", MAX_CSR_BYTES / 1024)]
+    TooLarge { size: usize },
     #[error("the CSR is not PEM: {0}")]
     NotPem(String),
     #[error("PEM block type must be CERTIFICATE REQUEST, found {0:?}")]
@@ -21,10 +28,14 @@ pub struct CheckedCsr {
     pub pem: String,
     /// DER SubjectPublicKeyInfo, to check that the issued certificate carries the same key.
     pub public_key_der: Vec<u8>,
+    pub key_type: KeyType,
 }
 
 /// Checks PEM input the way CFSSL will read it (first block only) and verifies its signature.
 pub fn check_csr_pem(input: &[u8]) -> Result<CheckedCsr, CsrError> {
+    if input.len() > MAX_CSR_BYTES {
+        return Err(CsrError::TooLarge { size: input.len() });
+    }
     let block = pem::parse(input).map_err(|e| CsrError::NotPem(e.to_string()))?;
     // "NEW CERTIFICATE REQUEST" is what older tools (Netscape, some Java) write.
     if !matches!(block.tag(), "CERTIFICATE REQUEST" | "NEW CERTIFICATE REQUEST") {
@@ -35,11 +46,21 @@ pub fn check_csr_pem(input: &[u8]) -> Result<CheckedCsr, CsrError> {
     if !rest.is_empty() {
         return Err(CsrError::Malformed(format!("{} trailing bytes", rest.len())));
     }
-    csr.verify_signature()
-        .map_err(|e| CsrError::BadSignature(e.to_string()))?;
-    let public_key_der = csr.certification_request_info.subject_pki.raw.to_vec();
-    let pem = pem::encode(&pem::Pem::new("CERTIFICATE REQUEST", block.contents()));
-    Ok(CheckedCsr { pem, public_key_der })
+    let info = &csr.certification_request_info;
+    let key_type = signature::verify(
+        &info.subject_pki,
+        &csr.signature_algorithm,
+        &csr.signature_value.data,
+        info.raw,
+    )
+    .map_err(|e| CsrError::BadSignature(e.to_string()))?;
+    let public_key_der = info.subject_pki.raw.to_vec();
+    let pem = super::pem_lf(&pem::Pem::new("CERTIFICATE REQUEST", block.contents()));
+    Ok(CheckedCsr {
+        pem,
+        public_key_der,
+        key_type,
+    })
 }
 
 #[cfg(test)]
@@ -98,6 +119,156 @@ pub(crate) mod tests {
             let got = check_csr_pem(input.as_bytes());
             assert!(want(&got), "{name}: {got:?}");
         }
+    }
+
+    /// `openssl genpkey` arguments for each key cert-manager makes.
+    const KEYS: [(&str, &[&str], KeyType); 8] = [
+        (
+            "rsa2048",
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+            KeyType::Rsa,
+        ),
+        (
+            "rsa3072",
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"],
+            KeyType::Rsa,
+        ),
+        (
+            "rsa4096",
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:4096"],
+            KeyType::Rsa,
+        ),
+        (
+            "rsa8192",
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:8192"],
+            KeyType::Rsa,
+        ),
+        (
+            "p256",
+            &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+            KeyType::EcdsaP256,
+        ),
+        (
+            "p384",
+            &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"],
+            KeyType::EcdsaP384,
+        ),
+        (
+            "p521",
+            &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521"],
+            KeyType::EcdsaP521,
+        ),
+        ("ed25519", &["-algorithm", "ED25519"], KeyType::Ed25519),
+    ];
+
+    fn openssl(args: &[&str]) -> Vec<u8> {
+        let out = std::process::Command::new("openssl")
+            .args(args)
+            .output()
+            .expect("openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
+    /// A CSR made by `openssl req` (not by our own stack) for `key` with `digest`.
+    fn openssl_csr(key: &std::path::Path, digest: Option<&str>) -> String {
+        let key = key.to_str().unwrap();
+        let mut args = vec!["req", "-new", "-key", key, "-subj", "/CN=svc.example.org"];
+        args.extend(digest);
+        String::from_utf8(openssl(&args)).unwrap()
+    }
+
+    fn broken_signature(pem_text: &str) -> String {
+        let block = pem::parse(pem_text).unwrap();
+        let mut der = block.contents().to_vec();
+        // The last byte of a CSR is the last byte of its signature (for ECDSA, of `s`).
+        *der.last_mut().unwrap() ^= 0x01;
+        pem::encode(&pem::Pem::new(block.tag(), der))
+    }
+
+    /// Every key and hash cert-manager produces verifies; the same CSR with one signature bit
+    /// flipped is refused.
+    #[test]
+    fn every_cert_manager_key_and_hash_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, genpkey, key_type) in KEYS {
+            let key = dir.path().join(format!("{name}.key"));
+            let mut args = vec!["genpkey", "-out", key.to_str().unwrap()];
+            args.extend(genpkey);
+            openssl(&args);
+            let digests: &[Option<&str>] = match key_type {
+                KeyType::Ed25519 => &[None],
+                _ => &[Some("-sha256"), Some("-sha384"), Some("-sha512")],
+            };
+            for digest in digests {
+                let csr = openssl_csr(&key, *digest);
+                let row = format!("{name} {digest:?}");
+                let got = check_csr_pem(csr.as_bytes()).map(|c| c.key_type);
+                assert_eq!(got, Ok(key_type), "{row}");
+                let got = check_csr_pem(broken_signature(&csr).as_bytes()).map(|c| c.key_type);
+                let want = format!("the {key_type} signature does not match the CSR's contents");
+                assert_eq!(got, Err(CsrError::BadSignature(want)), "{row} broken");
+            }
+        }
+    }
+
+    #[test]
+    fn unsupported_keys_and_algorithms_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            // secp256k1: a curve cert-manager never uses and CFSSL does not sign.
+            (
+                vec!["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:secp256k1"],
+                Some("-sha256"),
+                "ECDSA with SHA-256 signatures are not supported for keys of type other (not RSA, \
+                 ECDSA P-256/P-384/P-521 or Ed25519)",
+            ),
+            (
+                vec!["-algorithm", "ED448"],
+                None,
+                "signature algorithm 1.3.101.113 is not supported",
+            ),
+        ];
+        for (i, (genpkey, digest, want)) in cases.into_iter().enumerate() {
+            let key = dir.path().join(format!("{i}.key"));
+            let mut args = vec!["genpkey", "-out", key.to_str().unwrap()];
+            args.extend(genpkey);
+            openssl(&args);
+            let got = check_csr_pem(openssl_csr(&key, digest).as_bytes());
+            assert_eq!(got, Err(CsrError::BadSignature(want.into())), "{want}");
+        }
+    }
+
+    #[test]
+    fn csr_over_64_kib_is_refused_before_parsing() {
+        let (good, _) = csr_pem("svc.example.org");
+        // Valid PEM padded with text outside the block: only the size is wrong.
+        let padded = format!("{}{good}", "#".repeat(MAX_CSR_BYTES - good.len()));
+        assert!(check_csr_pem(padded.as_bytes()).is_ok());
+        let over = format!("#{padded}");
+        assert_eq!(
+            check_csr_pem(over.as_bytes()),
+            Err(CsrError::TooLarge {
+                size: MAX_CSR_BYTES + 1
+            })
+        );
+        assert_eq!(
+            CsrError::TooLarge { size: 70000 }.to_string(),
+            "the CSR is 70000 bytes, over the 64 KiB limit"
+        );
+    }
+
+    #[test]
+    fn csr_sent_to_the_ca_has_lf_line_endings() {
+        let (good, _) = csr_pem("svc.example.org");
+        let crlf = good.replace('\n', "\r\n");
+        let checked = check_csr_pem(crlf.as_bytes()).unwrap();
+        assert!(!checked.pem.contains('\r'), "{:?}", checked.pem);
+        assert!(checked.pem.starts_with("-----BEGIN CERTIFICATE REQUEST-----\n"));
     }
 
     #[test]

@@ -2,6 +2,16 @@
 
 mod chain;
 mod csr;
+mod signature;
 
 pub use chain::{Chain, ChainError, certificates_in, complete_chain};
-pub use csr::{CheckedCsr, CsrError, check_csr_pem};
+pub use csr::{CheckedCsr, CsrError, MAX_CSR_BYTES, check_csr_pem};
+pub use signature::{KeyType, SignatureError};
+
+/// PEM with `\n` line endings, as CFSSL and openssl write it (the `pem` crate defaults to CRLF).
+pub(crate) fn pem_lf(block: &pem::Pem) -> String {
+    pem::encode_config(
+        block,
+        pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+    )
+}

@@ -96,6 +96,32 @@ pub fn csr(dns: &str) -> (String, rcgen::KeyPair) {
     (params.serialize_request(&key).unwrap().pem().unwrap(), key)
 }
 
+/// A PEM CSR for `dns` made with `key`, signed with the key's own algorithm.
+pub fn csr_with(dns: &str, key: rcgen::KeyPair) -> (String, rcgen::KeyPair) {
+    let mut params = rcgen::CertificateParams::new(vec![dns.to_string()]).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, dns);
+    (params.serialize_request(&key).unwrap().pem().unwrap(), key)
+}
+
+/// The keys cert-manager makes beyond P-256, each with the hash cert-manager signs it with.
+pub fn other_cert_manager_keys() -> Vec<(&'static str, rcgen::KeyPair)> {
+    use rcgen::{KeyPair, RsaKeySize};
+    vec![
+        (
+            "ECDSA P-384",
+            KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap(),
+        ),
+        (
+            "ECDSA P-521",
+            KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap(),
+        ),
+        (
+            "RSA 4096",
+            KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA512, RsaKeySize::_4096).unwrap(),
+        ),
+    ]
+}
+
 /// Verifies `chain_pem` (leaf first) to `root_pem` with the openssl CLI, independent of our
 /// own chain code. Returns openssl's output on failure.
 pub fn openssl_verify(chain_pem: &str, root_pem: &str) -> Result<(), String> {
@@ -138,6 +164,49 @@ pub enum Misbehaviour {
     Oversized(usize),
     /// Answers 503 with an HTML page, as a proxy in front of a dead CA would.
     ServiceUnavailable,
+    /// Answers this status with [`proxy_page`], as a proxy or ingress in front of a CA does
+    /// (404 for a wrong path, 413 for a body over its limit).
+    Proxy(u16),
+}
+
+/// The HTML page a [`Misbehaviour::Proxy`] answers with: longer than the 120 bytes an error
+/// message quotes.
+pub fn proxy_page(status: u16) -> String {
+    format!(
+        "<html><head><title>{status}</title></head><body><h1>{status} from the proxy</h1>{}</body></html>",
+        "p".repeat(200)
+    )
+}
+
+/// A loopback server that records the head of every request it gets and answers each with
+/// [`Misbehaviour::Proxy`]`(503)`; returns its base URL and the recorded heads.
+pub async fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let record = record.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 256 * 1024];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&buf[..n]);
+                let head = text.split("\r\n\r\n").next().unwrap_or_default().to_string();
+                record.lock().unwrap().push(head);
+                let _ = sock.write_all(proxy_answer(503).as_bytes()).await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn proxy_answer(status: u16) -> String {
+    let body = proxy_page(status);
+    format!(
+        "HTTP/1.1 {status} Proxy\r\ncontent-type: text/html\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }
 
 /// Starts a loopback server that misbehaves on every connection; returns its base URL.
@@ -166,6 +235,9 @@ pub async fn misbehaving_server(how: Misbehaviour) -> String {
                             body.len()
                         );
                         let _ = sock.write_all(format!("{head}{body}").as_bytes()).await;
+                    }
+                    Misbehaviour::Proxy(status) => {
+                        let _ = sock.write_all(proxy_answer(status).as_bytes()).await;
                     }
                     Misbehaviour::Oversized(n) => {
                         let _ = sock

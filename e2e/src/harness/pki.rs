@@ -13,7 +13,12 @@ pub struct Csr {
 
 impl Csr {
     pub fn new(dns: &str) -> anyhow::Result<Csr> {
-        let key = rcgen::KeyPair::generate()?;
+        Csr::with_key(dns, rcgen::KeyPair::generate()?)
+    }
+
+    /// A CSR for `key`, signed with the key's own algorithm (cert-manager's choice of hash:
+    /// P-384 with SHA-384, P-521 with SHA-512, RSA as given).
+    pub fn with_key(dns: &str, key: rcgen::KeyPair) -> anyhow::Result<Csr> {
         let mut params = rcgen::CertificateParams::new(vec![dns.to_string()])?;
         params.distinguished_name.push(rcgen::DnType::CommonName, dns);
         let pem = params.serialize_request(&key)?.pem()?;

@@ -1,6 +1,6 @@
 //! Signing a CSR the way cfssl's local signer does:
 //!
-//! - the CSR's signature must verify;
+//! - the CSR's signature must verify, with an algorithm Go 1.7 knows (no Ed25519, no RSA-PSS);
 //! - the subject is the CSR's, with any `subject` fields of the request taking precedence, written
 //!   in Go's attribute order (C, ST, L, street, postal code, O, OU, CN, serial number);
 //! - SANs are the CSR's (DNS, email, IP, URI), or the request's `hosts` when given;
@@ -65,7 +65,9 @@ impl Signer {
     ) -> Result<Cert, SignError> {
         let der = first_pem_block(request.csr_pem)?;
         let (_, csr) = X509CertificationRequest::from_der(&der).map_err(|_| SignError::NotCsr)?;
-        csr.verify_signature().map_err(|_| SignError::Signature)?;
+        if !super::csr_signature::verifies(&csr) {
+            return Err(SignError::Signature);
+        }
         let info = &csr.certification_request_info;
         let public_key =
             SubjectPublicKeyInfo::from_der(info.subject_pki.raw).map_err(SignError::PublicKey)?;

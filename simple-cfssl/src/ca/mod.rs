@@ -2,6 +2,7 @@
 //! PEM files), leaf signing from CSRs, and the bundle object of cfssl PR #1218.
 
 pub mod bundle;
+mod csr_signature;
 pub mod keys;
 pub mod leaf;
 
