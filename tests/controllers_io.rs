@@ -237,3 +237,137 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
     no_more_requests(&mut handle).await;
     ca.shutdown();
 }
+
+// ---------------------------------------------------------------------------------------------
+// The Go issuer's CRDs: conditions without observedGeneration.
+
+use cfssl_issuer::api::IssuerKind;
+use cfssl_issuer::controllers::status_schema::ObservedGeneration;
+
+/// Bounds a scripted scenario: a reconcile waiting on an unanswered request fails, not hangs.
+async fn bounded(scenario: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(20), scenario)
+        .await
+        .expect("the scenario finished in time");
+}
+
+/// One issuer reconcile whose Secret is missing; returns the status apply body.
+async fn issuer_status_apply(
+    ctx: &Arc<cfssl_issuer::controllers::Context>,
+    handle: &mut ApiHandle,
+    answer_with: (StatusCode, serde_json::Value),
+) -> (serde_json::Value, bool) {
+    let issuer = issuer("team-a", "ca", "http://127.0.0.1:1");
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let (_, uri, _, send) = next(handle).await;
+    assert_eq!(uri, "/api/v1/namespaces/team-a/secrets/creds");
+    not_found(send);
+    let (method, uri, body, send) = next(handle).await;
+    assert_eq!(method, Method::PATCH);
+    assert!(
+        uri.starts_with("/apis/cfssl-issuer.wikimedia.org/v1alpha1/namespaces/team-a/issuers/ca/status?")
+    );
+    let ok = answer_with.0 == StatusCode::OK;
+    answer(send, answer_with.0, &answer_with.1);
+    if ok {
+        expect_event(handle, "team-a", "SecretNotFound").await;
+    }
+    let result = task.await.unwrap();
+    assert_eq!(result.is_ok(), ok, "{result:?}");
+    (body["status"]["conditions"][0].clone(), ok)
+}
+
+#[tokio::test]
+async fn issuer_status_holds_observed_generation_only_where_the_schema_declares_it() {
+    bounded(async {
+        let cases = [
+            (ObservedGeneration::Assumed, Some(3)),
+            (ObservedGeneration::Declared, Some(3)),
+            (ObservedGeneration::Unreadable, Some(3)),
+            (ObservedGeneration::NotDeclared, None),
+        ];
+        for (schema, want) in cases {
+            let (ctx, mut handle) = context(vec![], vec![]);
+            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            let ok = (
+                StatusCode::OK,
+                serde_json::to_value(issuer("team-a", "ca", "x")).unwrap(),
+            );
+            let (ready, _) = issuer_status_apply(&ctx, &mut handle, ok).await;
+            assert_eq!(ready["reason"], "SecretNotFound", "{schema:?}");
+            assert_eq!(
+                ready.get("observedGeneration").and_then(|g| g.as_i64()),
+                want,
+                "{schema:?}: {ready}"
+            );
+            no_more_requests(&mut handle).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_refused_observed_generation_is_not_written_again() {
+    bounded(async {
+        let (ctx, mut handle) = context(vec![], vec![]);
+        ctx.status_schemas.set(IssuerKind::Issuer, ObservedGeneration::Unreadable);
+        // What kube-apiserver answers an apply of a field the Go CRD does not declare.
+        let refused = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+            "message": "failed to create typed patch object (team-a/ca; cfssl-issuer.wikimedia.org/v1alpha1, Kind=Issuer): .status.conditions[0].observedGeneration: field not declared in schema"});
+        let (first, _) = issuer_status_apply(&ctx, &mut handle, (StatusCode::INTERNAL_SERVER_ERROR, refused)).await;
+        assert_eq!(first["observedGeneration"], 3);
+        assert_eq!(
+            ctx.status_schemas.get(IssuerKind::Issuer),
+            ObservedGeneration::NotDeclared
+        );
+        let ok = (StatusCode::OK, serde_json::to_value(issuer("team-a", "ca", "x")).unwrap());
+        let (second, _) = issuer_status_apply(&ctx, &mut handle, ok).await;
+        assert!(second.get("observedGeneration").is_none(), "{second}");
+        no_more_requests(&mut handle).await;
+    })
+    .await;
+}
+
+/// A Ready issuer whose condition has no observedGeneration: unchecked where the schema holds
+/// the field (the request waits, one status write), current where it cannot (the request goes
+/// on to signing, whose first step reads the issuer's Secret).
+#[tokio::test]
+async fn a_condition_without_observed_generation_is_current_only_where_the_schema_lacks_it() {
+    bounded(async {
+        let mut go_written = issuer("apps", "ca", "http://127.0.0.1:1");
+        go_written.status = serde_json::from_value(json!({"conditions": [{
+            "type": "Ready", "status": "True", "reason": "Checked", "message": "ok",
+            "lastTransitionTime": "2026-11-22T09:00:00Z",
+        }]}))
+        .unwrap();
+        let approved = json!([{"type": "Approved", "status": "True"}]);
+        for schema in [ObservedGeneration::Declared, ObservedGeneration::Assumed] {
+            let (ctx, mut handle) = context(vec![go_written.clone()], vec![]);
+            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            let cr = request("waits", GROUP, "Issuer", approved.clone());
+            let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+            let (method, uri, body, send) = next(&mut handle).await;
+            assert_eq!(method, Method::PATCH, "{schema:?}: {uri}");
+            assert_eq!(body["status"]["conditions"][0]["reason"], "Pending", "{schema:?}");
+            answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
+            let (_, _, event, send) = next(&mut handle).await;
+            answer(send, StatusCode::CREATED, &event);
+            task.await.unwrap().unwrap();
+        }
+        for schema in [ObservedGeneration::NotDeclared, ObservedGeneration::Unreadable] {
+            let (ctx, mut handle) = context(vec![go_written.clone()], vec![]);
+            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            let cr = with_csr(request("signs", GROUP, "Issuer", approved.clone()), "not a CSR");
+            let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.clone()));
+            let (method, uri, _, send) = next(&mut handle).await;
+            assert_eq!(
+                (method, uri.as_str()),
+                (Method::GET, "/api/v1/namespaces/apps/secrets/creds"),
+                "{schema:?}: the request goes on to signing"
+            );
+            not_found(send);
+            task.abort();
+        }
+    })
+    .await;
+}

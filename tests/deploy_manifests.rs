@@ -320,15 +320,22 @@ fn assert_binary_accepts(deploy: &Value) {
 // ---------------------------------------------------------------------------------------------
 // RBAC
 
-/// One permission: (namespace, or "*" for cluster-wide; API group; resource; verb).
-type Grant = (String, String, String, String);
+/// One permission: (namespace, or "*" for cluster-wide; API group; resource; verb; the one
+/// object it is restricted to by `resourceNames`, or "" for any).
+type Grant = (String, String, String, String, String);
 
 fn grants(scope: &str, rules: &[(&str, &[&str], &[&str])]) -> BTreeSet<Grant> {
     let mut set = BTreeSet::new();
     for (group, resources, verbs) in rules {
         for resource in *resources {
             for verb in *verbs {
-                set.insert((scope.into(), (*group).into(), (*resource).into(), (*verb).into()));
+                set.insert((
+                    scope.into(),
+                    (*group).into(),
+                    (*resource).into(),
+                    (*verb).into(),
+                    String::new(),
+                ));
             }
         }
     }
@@ -354,6 +361,29 @@ fn manager_grants() -> BTreeSet<Grant> {
             ("events.k8s.io", &["events"], &["create", "patch"]),
         ],
     )
+    .into_iter()
+    .chain(issuer_crd_grants())
+    .collect()
+}
+
+/// Reading our two CRDs, by name only: the manager learns what their status schema holds.
+fn issuer_crd_grants() -> BTreeSet<Grant> {
+    let mut set = BTreeSet::new();
+    for crd in [
+        "issuers.cfssl-issuer.wikimedia.org",
+        "clusterissuers.cfssl-issuer.wikimedia.org",
+    ] {
+        for verb in ["get", "list", "watch"] {
+            set.insert((
+                "*".into(),
+                "apiextensions.k8s.io".into(),
+                "customresourcedefinitions".into(),
+                verb.into(),
+                crd.into(),
+            ));
+        }
+    }
+    set
 }
 
 /// What the optional Certificate controllers add.
@@ -396,19 +426,27 @@ fn role<'a>(docs: &'a [Value], kind_: &str, role_name: &str, namespace: Option<&
         .unwrap_or_else(|| panic!("{kind_} {role_name} is referenced but not rendered"))
 }
 
-/// Every rule of `role`, expanded to grants in `scope`; no wildcards and no resourceNames.
+/// Every rule of `role`, expanded to grants in `scope`, one per resource name when the rule
+/// names its objects.
 fn expand(role: &Value, scope: &str) -> BTreeSet<Grant> {
     let mut set = BTreeSet::new();
     for rule in role["rules"].as_array().expect("rules") {
-        assert!(
-            rule["resourceNames"].is_null(),
-            "{}: unexpected resourceNames",
-            name(role)
-        );
+        let names = match strings(&rule["resourceNames"]) {
+            names if names.is_empty() => vec![""],
+            names => names,
+        };
         for group in strings(&rule["apiGroups"]) {
             for resource in strings(&rule["resources"]) {
                 for verb in strings(&rule["verbs"]) {
-                    set.insert((scope.into(), group.into(), resource.into(), verb.into()));
+                    for object in &names {
+                        set.insert((
+                            scope.into(),
+                            group.into(),
+                            resource.into(),
+                            verb.into(),
+                            (*object).into(),
+                        ));
+                    }
                 }
             }
         }

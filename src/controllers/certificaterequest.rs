@@ -45,19 +45,26 @@ fn issuer_view(cr: &CertificateRequest, kind: Result<IssuerKind, String>, ctx: &
         Err(other) => IssuerView::UnknownKind(other),
         Ok(IssuerKind::Issuer) => {
             let ns = cr.namespace().unwrap_or_default();
-            view_of(ctx.issuers.get(&ObjectRef::new(name).within(&ns)).as_deref())
+            view_of(ctx.issuers.get(&ObjectRef::new(name).within(&ns)).as_deref(), ctx)
         }
-        Ok(IssuerKind::ClusterIssuer) => view_of(ctx.cluster_issuers.get(&ObjectRef::new(name)).as_deref()),
+        Ok(IssuerKind::ClusterIssuer) => {
+            view_of(ctx.cluster_issuers.get(&ObjectRef::new(name)).as_deref(), ctx)
+        }
     }
 }
 
-fn view_of<K: AnyIssuer>(issuer: Option<&K>) -> IssuerView {
+fn view_of<K: AnyIssuer>(issuer: Option<&K>, ctx: &Context) -> IssuerView {
     let Some(issuer) = issuer else {
         return IssuerView::Missing;
     };
+    let schema = ctx.status_schemas.get(K::KIND);
+    let current = |c: &api::Condition| {
+        super::status_schema::is_current(schema, c.observed_generation, issuer.meta().generation)
+    };
     match api::find_condition(issuer.conditions(), api::READY) {
         None => IssuerView::Unchecked,
-        Some(c) if c.observed_generation != issuer.meta().generation => IssuerView::Unchecked,
+        // Computed for an older spec, or (where the schema holds it) without saying for which.
+        Some(c) if !current(c) => IssuerView::Unchecked,
         Some(c) if c.status == ConditionStatus::True => IssuerView::Ready,
         Some(c) => IssuerView::NotReady {
             reason: c.reason.clone(),

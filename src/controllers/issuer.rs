@@ -15,6 +15,7 @@ use kube::{Api, ResourceExt};
 use self::decide::{Observation, Retry, Verdict};
 use super::clients::Fingerprint;
 use super::credentials::{self, Credentials};
+use super::status_schema::{self, ObservedGeneration};
 use super::{Context, Error, FIELD_MANAGER};
 use crate::api::{self, AnyIssuer, Condition, IssuerKind, IssuerSpec};
 use crate::cfssl::{self, ClientConfig};
@@ -118,13 +119,14 @@ pub fn client_config(
 /// Act: apply `Ready` when it changed, and say so in an Event.
 async fn apply<K: AnyIssuer>(issuer: &K, verdict: &Verdict, ctx: &Context) -> Result<(), Error> {
     let previous = api::find_condition(issuer.conditions(), api::READY);
-    let condition = Condition::ready(
-        verdict.reason,
-        &verdict.message,
-        ctx.now(),
-        issuer.meta().generation,
-    )
-    .with_transition_from(previous);
+    // Only what the installed schema declares: the Go CRDs have no observedGeneration.
+    let schema = ctx.status_schemas.get(K::KIND);
+    let generation = issuer
+        .meta()
+        .generation
+        .filter(|_| status_schema::writes_observed_generation(schema));
+    let condition = Condition::ready(verdict.reason, &verdict.message, ctx.now(), generation)
+        .with_transition_from(previous);
     if previous == Some(&condition) {
         return Ok(());
     }
@@ -145,9 +147,16 @@ async fn apply<K: AnyIssuer>(issuer: &K, verdict: &Verdict, ctx: &Context) -> Re
         &Patch::Apply(&patch),
     )
     .await
-    .map_err(|source| Error::WriteStatus {
-        object: key(issuer),
-        source,
+    .map_err(|source| {
+        if status_schema::refuses_observed_generation(&source)
+            && ctx.status_schemas.set(K::KIND, ObservedGeneration::NotDeclared)
+        {
+            tracing::warn!(issuer = %key(issuer), "the installed CRD has no observedGeneration; no longer writing it");
+        }
+        Error::WriteStatus {
+            object: key(issuer),
+            source,
+        }
     })?;
     let event = Event {
         type_: if verdict.ready {

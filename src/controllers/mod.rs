@@ -9,6 +9,7 @@ pub mod clients;
 pub mod credentials;
 pub mod issuer;
 mod run;
+pub mod status_schema;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,6 +103,9 @@ pub struct Context {
     pub unsaved: std::sync::Mutex<std::collections::HashMap<String, crate::pki::Chain>>,
     pub recheck: mpsc::UnboundedSender<Recheck>,
     pub metrics: Arc<Metrics>,
+    /// Whether the installed Issuer/ClusterIssuer CRDs declare `observedGeneration` in
+    /// conditions (kept current by `status_schema::watch`).
+    pub status_schemas: status_schema::StatusSchemas,
 }
 
 impl Context {
@@ -130,6 +134,7 @@ impl Context {
             unsaved: Default::default(),
             recheck,
             metrics,
+            status_schemas: Default::default(),
         };
         (ctx, rechecks)
     }

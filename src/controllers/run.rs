@@ -184,15 +184,29 @@ pub async fn run(
         concurrency = config.concurrency,
         "controllers started"
     );
+    // What the installed issuer CRDs let a status hold, learned before the first status write
+    // (or, when the CRDs cannot be read in time, assumed as ours) and kept current after.
+    let schema_watch = super::status_schema::watch(ctx.clone());
+    let controllers = async move {
+        let learned = ctx.status_schemas.learned();
+        if tokio::time::timeout(SCHEMA_WAIT, learned).await.is_err() {
+            tracing::warn!("issuer CRD schemas not learned yet; starting as with our CRDs");
+        }
+        future::join3(issuer_controller, cluster_controller, request_controller).await
+    };
     // The reflectors run until the process ends; the controllers end on shutdown.
     tokio::select! {
-        _ = future::join3(issuer_controller, cluster_controller, request_controller) => {}
+        _ = controllers => {}
         _ = reflect_all => {}
         _ = synced => {}
+        _ = schema_watch => {}
     }
     tracing::info!("controllers stopped");
     Ok(())
 }
+
+/// How long the controllers wait at start to learn the issuer CRDs' status schema.
+const SCHEMA_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Fails fast with a hint when a CRD we watch is not installed (the API answers 404). Any
 /// other error (a 500, a timeout) is left to the watchers, which retry with backoff: a brief

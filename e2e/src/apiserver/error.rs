@@ -20,6 +20,10 @@ pub enum Reason {
     Invalid,
     TooManyRequests,
     InternalError,
+    /// What kube-apiserver sends for an error that is not a `Status` (a plain Go error): 500
+    /// with no reason. Server-side apply's "field not declared in schema" is one
+    /// (kubernetes/kubernetes#139253).
+    Unknown,
 }
 
 impl Reason {
@@ -38,6 +42,7 @@ impl Reason {
             Reason::Invalid => "Invalid",
             Reason::TooManyRequests => "TooManyRequests",
             Reason::InternalError => "InternalError",
+            Reason::Unknown => "",
         }
     }
 
@@ -54,7 +59,7 @@ impl Reason {
             Reason::UnsupportedMediaType => 415,
             Reason::Invalid => 422,
             Reason::TooManyRequests => 429,
-            Reason::InternalError => 500,
+            Reason::InternalError | Reason::Unknown => 500,
         }
     }
 }
@@ -184,6 +189,11 @@ impl ApiError {
         });
         if let Some(details) = &self.details {
             status["details"] = details.clone();
+        }
+        if self.reason == Reason::Unknown
+            && let Some(map) = status.as_object_mut()
+        {
+            map.remove("reason");
         }
         status
     }

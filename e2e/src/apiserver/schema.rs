@@ -263,6 +263,83 @@ fn walk_object(
     }
 }
 
+/// Fields an apply configuration sets that `schema` does not declare, named as
+/// structured-merge-diff names them (`.status.conditions[0].observedGeneration`).
+///
+/// Server-side apply converts the configuration to a typed object before merging, and that
+/// conversion refuses undeclared fields where create, update and the other patches prune
+/// them. `x-kubernetes-preserve-unknown-fields` (and `additionalProperties: true`) declare
+/// everything below them; `metadata`, `apiVersion` and `kind` of the object and of embedded
+/// resources are ObjectMeta's, not the schema's.
+pub fn undeclared(schema: &Value, config: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    undeclared_in(schema, config, "", true, &mut out);
+    out
+}
+
+fn preserves_unknown(schema: &Value) -> bool {
+    schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+        || schema.get("additionalProperties").and_then(Value::as_bool) == Some(true)
+}
+
+fn is_embedded(schema: &Value) -> bool {
+    schema
+        .get("x-kubernetes-embedded-resource")
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+fn undeclared_in(schema: &Value, value: &Value, path: &str, resource: bool, out: &mut Vec<String>) {
+    if preserves_unknown(schema) {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, child) in map {
+                if resource && matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let child_path = format!("{path}.{key}");
+                match props.and_then(|p| p.get(key)).or(additional) {
+                    Some(s) => undeclared_in(s, child, &child_path, is_embedded(s), out),
+                    None => out.push(child_path),
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item_schema) = schema.get("items") else {
+                return;
+            };
+            let list_type = Cursor {
+                node: Some(schema),
+                level: Level::Other,
+            }
+            .list_type("");
+            for (i, item) in items.iter().enumerate() {
+                let element = match &list_type {
+                    ListType::Map(keys) => {
+                        let parts: Vec<String> = keys
+                            .iter()
+                            .map(|k| format!("{k}={}", item.get(k).unwrap_or(&Value::Null)))
+                            .collect();
+                        format!("[{}]", parts.join(","))
+                    }
+                    ListType::Set => format!("[={item}]"),
+                    ListType::Atomic => format!("[{i}]"),
+                };
+                let item_path = format!("{path}{element}");
+                undeclared_in(item_schema, item, &item_path, is_embedded(item_schema), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -356,5 +433,45 @@ mod tests {
                 .list_type("finalizers"),
             ListType::Set
         );
+    }
+
+    #[test]
+    fn apply_configurations_may_set_only_declared_fields() {
+        let go_like = json!({ "type": "object", "properties": {
+            "spec": { "type": "object", "properties": {
+                "url": { "type": "string" },
+                "extra": { "type": "object", "x-kubernetes-preserve-unknown-fields": true },
+                "labels": { "type": "object", "additionalProperties": { "type": "string" } },
+                "ports": { "type": "array", "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["port"],
+                           "items": { "type": "object", "properties": { "port": { "type": "integer" } } } }
+            } },
+            "status": { "type": "object", "properties": {
+                "conditions": { "type": "array", "items": { "type": "object", "properties": {
+                    "type": { "type": "string" }, "status": { "type": "string" }
+                } } }
+            } }
+        } });
+        let cases = [
+            (
+                json!({ "metadata": { "labels": { "a": "b" } }, "spec": { "url": "u" } }),
+                vec![],
+            ),
+            (
+                json!({ "spec": { "extra": { "anything": [1] }, "labels": { "x": "y" } } }),
+                vec![],
+            ),
+            (
+                json!({ "status": { "conditions": [{ "type": "Ready", "status": "True", "observedGeneration": 2 }] } }),
+                vec![".status.conditions[0].observedGeneration"],
+            ),
+            (
+                json!({ "spec": { "bogus": 1, "ports": [{ "port": 80, "name": "http" }] }, "other": {} }),
+                vec![".other", ".spec.bogus", ".spec.ports[port=80].name"],
+            ),
+        ];
+        for (config, want) in cases {
+            assert_eq!(undeclared(&go_like, &config), want, "{config}");
+        }
     }
 }

@@ -12,6 +12,7 @@ use kube::{Client, CustomResourceExt};
 use cfssl_issuer::api::ClusterIssuer;
 use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
 
+use super::IssuerCrds;
 use crate::apiserver::{Options, TestServer};
 
 /// A cluster with our CRDs and cert-manager's installed: the in-process API server by default,
@@ -33,6 +34,12 @@ struct Created {
 
 impl Cluster {
     pub async fn start() -> anyhow::Result<Cluster> {
+        Self::start_with(IssuerCrds::Ours).await
+    }
+
+    /// A cluster whose Issuer and ClusterIssuer CRDs are `issuer_crds` (in-process only: a
+    /// real cluster keeps the CRDs it has).
+    pub async fn start_with(issuer_crds: IssuerCrds) -> anyhow::Result<Cluster> {
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         if let Some(path) = std::env::var_os("E2E_KUBECONFIG") {
             let kubeconfig = PathBuf::from(path);
@@ -47,7 +54,7 @@ impl Cluster {
         }
         let server = TestServer::start(Options::default()).await?;
         let client = server.client()?;
-        install_crds(&client).await?;
+        install_crds(&client, issuer_crds).await?;
         Ok(Cluster {
             client,
             kubeconfig: server.kubeconfig_path().to_path_buf(),
@@ -136,9 +143,9 @@ impl Drop for Cluster {
     }
 }
 
-async fn install_crds(client: &Client) -> anyhow::Result<()> {
+async fn install_crds(client: &Client, issuer_crds: IssuerCrds) -> anyhow::Result<()> {
     let api = Api::<CustomResourceDefinition>::all(client.clone());
-    let mut crds = cfssl_issuer::api::crds();
+    let mut crds = issuer_crds.crds()?;
     crds.push(CertificateRequest::crd());
     crds.push(Certificate::crd());
     for crd in crds {

@@ -13,6 +13,7 @@
 
 mod ca;
 mod cluster;
+mod crds;
 pub mod load;
 mod manager;
 pub mod objects;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 pub use ca::{Backend, Ca};
 pub use cluster::Cluster;
+pub use crds::{IssuerCrds, go_issuer_crds};
 pub use manager::{Manager, ManagerOptions, manager_binary};
 pub use pki::{Csr, cert_matches_key, openssl_verify, parse_leaf};
 

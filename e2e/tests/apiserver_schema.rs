@@ -1,0 +1,156 @@
+//! Unknown fields against a structural schema, as kube-apiserver treats them: server-side
+//! apply types the applied configuration against the schema and refuses a field the schema
+//! does not declare ("field not declared in schema", structured-merge-diff), while create,
+//! update and merge patch prune it silently. The Go cfssl-issuer's CRDs, whose conditions
+//! have no `observedGeneration`, are the case that matters here.
+
+mod support;
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, ResourceExt};
+use serde_json::{Value, json};
+use support::{code, start};
+
+fn go_issuers() -> ApiResource {
+    let gvk = GroupVersionKind::gvk("cfssl-issuer.wikimedia.org", "v1alpha1", "Issuer");
+    ApiResource::from_gvk_with_plural(&gvk, "issuers")
+}
+
+async fn with_go_crds() -> support::Harness {
+    let h = start().await;
+    for crd in e2e::harness::go_issuer_crds().unwrap() {
+        h.install_crd(crd).await;
+    }
+    h
+}
+
+fn ready(observed_generation: Option<i64>) -> Value {
+    let mut c = json!({ "type": "Ready", "status": "True", "reason": "Checked", "message": "ok",
+                        "lastTransitionTime": "2026-11-22T10:00:00Z" });
+    if let Some(g) = observed_generation {
+        c["observedGeneration"] = g.into();
+    }
+    c
+}
+
+fn status_apply(conditions: Value) -> Value {
+    json!({ "apiVersion": "cfssl-issuer.wikimedia.org/v1alpha1", "kind": "Issuer",
+            "status": { "conditions": conditions } })
+}
+
+#[tokio::test]
+async fn apply_of_an_undeclared_field_fails_where_other_writes_prune_it() {
+    let h = with_go_crds().await;
+    let api: Api<DynamicObject> = Api::namespaced_with(h.client.clone(), "default", &go_issuers());
+    // Create prunes: `caBundle` and `bogus` are not in the Go schema.
+    let issuer: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cfssl-issuer.wikimedia.org/v1alpha1", "kind": "Issuer",
+        "metadata": { "name": "ca" },
+        "spec": { "url": "http://ca", "label": "l", "authSecretName": "s", "caBundle": "eA==", "bogus": 1 },
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &issuer).await.unwrap();
+    assert_eq!(
+        created.data["spec"],
+        json!({ "url": "http://ca", "label": "l", "authSecretName": "s" })
+    );
+
+    // Server-side apply refuses the same kind of field, whole: nothing is written.
+    let pp = PatchParams::apply("cfssl-issuer").force();
+    let err = api
+        .patch_status("ca", &pp, &Patch::Apply(&status_apply(json!([ready(Some(1))]))))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 500, "kube-apiserver answers a plain error: {err}");
+    let kube::Error::Api(status) = &err else {
+        unreachable!()
+    };
+    assert_eq!(
+        status.message,
+        "failed to create typed patch object (default/ca; cfssl-issuer.wikimedia.org/v1alpha1, Kind=Issuer): \
+         .status.conditions[0].observedGeneration: field not declared in schema"
+    );
+    assert_eq!(status.reason, "", "no reason, as for any non-Status error");
+    assert!(api.get_status("ca").await.unwrap().data.get("status").is_none());
+
+    // Without the field the apply goes through.
+    let applied = api
+        .patch_status("ca", &pp, &Patch::Apply(&status_apply(json!([ready(None)]))))
+        .await
+        .unwrap();
+    assert_eq!(applied.data["status"]["conditions"], json!([ready(None)]));
+
+    // Merge patch and update prune it instead of failing.
+    let merge = json!({ "status": { "conditions": [ready(Some(1))] } });
+    let patched = api
+        .patch_status("ca", &PatchParams::default(), &Patch::Merge(&merge))
+        .await
+        .unwrap();
+    assert_eq!(patched.data["status"]["conditions"], json!([ready(None)]));
+    let mut replaced = patched.clone();
+    replaced.data["status"]["conditions"] = json!([ready(Some(1))]);
+    replaced.data["spec"]["bogus"] = json!(2);
+    let updated = api
+        .replace_status("ca", &PostParams::default(), &replaced)
+        .await
+        .unwrap();
+    assert_eq!(updated.data["status"]["conditions"], json!([ready(None)]));
+}
+
+#[tokio::test]
+async fn apply_to_our_crds_keeps_observed_generation() {
+    let h = start().await;
+    for crd in cfssl_issuer::api::crds() {
+        h.install_crd(crd).await;
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(h.client.clone(), "default", &go_issuers());
+    let issuer: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cfssl-issuer.wikimedia.org/v1alpha1", "kind": "Issuer",
+        "metadata": { "name": "ca" }, "spec": { "url": "http://ca", "label": "l", "authSecretName": "s" },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &issuer).await.unwrap();
+    let pp = PatchParams::apply("cfssl-issuer").force();
+    let applied = api
+        .patch_status("ca", &pp, &Patch::Apply(&status_apply(json!([ready(Some(1))]))))
+        .await
+        .unwrap();
+    assert_eq!(applied.data["status"]["conditions"][0]["observedGeneration"], 1);
+}
+
+/// A watch of one CRD by `metadata.name`, as a client restricted by RBAC `resourceNames` must
+/// make it: only that CRD, and its changes.
+#[tokio::test]
+async fn crds_can_be_watched_by_name() {
+    let h = with_go_crds().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(h.client.clone());
+    let name = "issuers.cfssl-issuer.wikimedia.org";
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut events = watcher(crds.clone(), config).applied_objects().boxed();
+    let first = next(&mut events).await;
+    assert_eq!(first.name_any(), name);
+
+    // Our CRD replaces the Go one, as `kubectl apply` of the chart's CRDs would.
+    let mut ours = cfssl_issuer::api::crds().remove(0);
+    ours.metadata.resource_version = first.metadata.resource_version.clone();
+    crds.replace(name, &PostParams::default(), &ours).await.unwrap();
+    let changed = next(&mut events).await;
+    assert_eq!(changed.name_any(), name);
+    assert_ne!(changed.metadata.resource_version, first.metadata.resource_version);
+}
+
+async fn next<S>(events: &mut S) -> CustomResourceDefinition
+where
+    S: futures::Stream<Item = Result<CustomResourceDefinition, watcher::Error>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(5), events.try_next())
+        .await
+        .expect("a watch event")
+        .unwrap()
+        .expect("the stream goes on")
+}
