@@ -34,13 +34,29 @@ async fn foreign_requests_are_never_touched() {
     no_more_requests(&mut handle).await;
 }
 
+/// An unapproved request gets no status write, and one Normal `WaitingForApproval` Event, not
+/// one per reconcile.
 #[tokio::test]
-async fn unapproved_requests_wait_without_a_write() {
+async fn unapproved_requests_wait_without_a_write_and_say_so_once() {
     let (ctx, mut handle) = context(vec![], vec![]);
-    let cr = request("waiting", GROUP, "Issuer", json!([]));
-    certificaterequest::reconcile(Arc::new(cr), ctx.clone())
-        .await
-        .unwrap();
+    let cr = Arc::new(request("waiting", GROUP, "Issuer", json!([])));
+    let task = tokio::spawn(certificaterequest::reconcile(cr.clone(), ctx.clone()));
+    let (_, _, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (
+            body["reason"].as_str(),
+            body["type"].as_str(),
+            body["regarding"]["name"].as_str()
+        ),
+        (Some("WaitingForApproval"), Some("Normal"), Some("waiting"))
+    );
+    answer(send, StatusCode::CREATED, &body);
+    task.await.unwrap().unwrap();
+    for _ in 0..3 {
+        certificaterequest::reconcile(cr.clone(), ctx.clone())
+            .await
+            .unwrap();
+    }
     no_more_requests(&mut handle).await;
 }
 

@@ -18,7 +18,7 @@ use super::credentials::{self, Credentials};
 use super::{Context, Error, FIELD_MANAGER};
 use crate::api::{self, AnyIssuer, Condition, IssuerKind, IssuerSpec};
 use crate::cfssl::{self, ClientConfig};
-use crate::telemetry::metrics::{CallErrorLabels, CallLabels, Controller, IssuerLabels};
+use crate::telemetry::metrics::{CallLabels, Controller, IssuerLabels};
 
 /// A stable name for logs, backoff and the client cache: `Issuer/ns/name` or `ClusterIssuer/name`.
 pub fn key<K: AnyIssuer>(issuer: &K) -> String {
@@ -177,26 +177,14 @@ pub async fn timed<K: AnyIssuer, T>(
 ) -> Result<T, cfssl::Error> {
     let started = std::time::Instant::now();
     let result = work.await;
-    let (issuer, label) = (key(issuer), issuer.spec().label.clone());
+    let labels = CallLabels {
+        issuer: key(issuer),
+        label: issuer.spec().label.clone(),
+        call,
+    };
+    let class = result.as_ref().err().map(|err| super::class_label(err.class()));
     ctx.metrics
-        .cfssl_duration
-        .get_or_create(&CallLabels {
-            issuer: issuer.clone(),
-            label: label.clone(),
-            call,
-        })
-        .observe(started.elapsed().as_secs_f64());
-    if let Err(err) = &result {
-        ctx.metrics
-            .cfssl_errors
-            .get_or_create(&CallErrorLabels {
-                issuer,
-                label,
-                call,
-                class: super::class_label(err.class()),
-            })
-            .inc();
-    }
+        .observe_call(labels, started.elapsed().as_secs_f64(), class);
     result
 }
 
