@@ -10,11 +10,11 @@
 
 use std::net::IpAddr;
 
-use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use rcgen::string::PrintableString;
 use rcgen::{
     CertificateParams, DistinguishedName, DnType, DnValue, IsCa, SanType, SerialNumber, SubjectPublicKeyInfo,
 };
+use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use time::OffsetDateTime;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::der_parser::asn1_rs::Tag;
