@@ -228,7 +228,8 @@ mod tests {
             cr
         };
         let foreign = request("foreign", "cert-manager.io", "web");
-        let cases: Vec<(&str, Event<CertificateRequest>, Option<Event<CertificateRequest>>)> = vec![
+        type E = Event<CertificateRequest>;
+        let cases: Vec<(&str, E, Option<E>)> = vec![
             (
                 "ours kept, minus managedFields",
                 Event::Apply(ours.clone()),
