@@ -87,17 +87,9 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
         kind.clone().unwrap_or(IssuerKind::Issuer),
         ctx.config.approval_required,
     );
-    if step != Step::WaitForApproval {
-        ctx.request_memory.stopped_waiting(&request_key(&cr));
-    }
+    announce_waiting(&cr, &ctx, &step).await;
     match step {
-        Step::Leave => Ok(Action::await_change()),
-        Step::WaitForApproval => {
-            if ctx.request_memory.announce_waiting(&request_key(&cr)) {
-                announce_waiting(&cr, &ctx).await;
-            }
-            Ok(Action::await_change())
-        }
+        Step::Leave | Step::WaitForApproval => Ok(Action::await_change()),
         Step::Deny => {
             let message = "The CertificateRequest was denied by an approval controller";
             write(
@@ -294,9 +286,17 @@ pub fn expiry_labels(cr: &CertificateRequest, issuer: &str) -> CertificateLabels
     }
 }
 
-/// Act: the one Normal Event saying the request waits for approval. No status is written:
-/// approval is cert-manager's to record.
-async fn announce_waiting(cr: &CertificateRequest, ctx: &Context) {
+/// Act: one Normal Event, once per request, saying it waits for approval. No status is
+/// written: approval is cert-manager's to record.
+async fn announce_waiting(cr: &CertificateRequest, ctx: &Context, step: &Step) {
+    let uid = request_key(cr);
+    if *step != Step::WaitForApproval {
+        ctx.request_memory.stopped_waiting(&uid);
+        return;
+    }
+    if !ctx.request_memory.announce_waiting(&uid) {
+        return;
+    }
     let event = Event {
         type_: EventType::Normal,
         reason: "WaitingForApproval".into(),

@@ -18,7 +18,7 @@ use super::credentials::{self, Credentials};
 use super::{Context, Error, FIELD_MANAGER};
 use crate::api::{self, AnyIssuer, Condition, IssuerKind, IssuerSpec};
 use crate::cfssl::{self, ClientConfig};
-use crate::telemetry::metrics::{CallLabels, Controller, IssuerLabels};
+use crate::telemetry::metrics::{CallLabels, Controller};
 
 /// A stable name for logs, backoff and the client cache: `Issuer/ns/name` or `ClusterIssuer/name`.
 pub fn key<K: AnyIssuer>(issuer: &K) -> String {
@@ -32,10 +32,7 @@ pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<Context>) -> Resul
     let key = key(&*issuer);
     ctx.metrics.reconciled(controller_of::<K>());
     let verdict = check(&*issuer, &ctx).await;
-    ctx.metrics
-        .issuer_ready
-        .get_or_create(&IssuerLabels { issuer: key.clone() })
-        .set(i64::from(verdict.ready));
+    ctx.metrics.set_issuer_ready(&key, verdict.ready);
     tracing::debug!(issuer = %key, ready = verdict.ready, reason = verdict.reason.as_str(), "checked");
     apply(&*issuer, &verdict, &ctx).await?;
     Ok(match verdict.retry {

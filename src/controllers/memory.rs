@@ -59,6 +59,18 @@ impl RequestMemory {
         self.stopped_waiting(uid);
     }
 
+    /// Keeps only the requests in `live`: deletes missed while the watch was down.
+    pub fn retain(&self, live: &HashSet<String>) {
+        self.first_failure
+            .lock()
+            .expect("memory lock")
+            .retain(|uid, _| live.contains(uid));
+        self.announced
+            .lock()
+            .expect("memory lock")
+            .retain(|uid| live.contains(uid));
+    }
+
     /// Entries held, for tests and bounds checks.
     pub fn len(&self) -> usize {
         self.first_failure.lock().expect("memory lock").len()

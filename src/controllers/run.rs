@@ -90,7 +90,8 @@ pub async fn run(
             .try_filter_map({
                 // Foreign requests never reach the cache; deleted ones are forgotten.
                 let (ctx, requests) = (ctx.clone(), requests.clone());
-                move |event| future::ready(Ok(watches::request_event(event, &ctx, &requests)))
+                let mut relist = watches::Relist::default();
+                move |event| future::ready(Ok(watches::request_event(event, &ctx, &requests, &mut relist)))
             })
             .reflect_shared(requests_writer),
         ),
@@ -257,13 +258,14 @@ where
     writer.subscribe().expect("stores are created shared")
 }
 
-/// Forgets an issuer when its watch says it was deleted.
+/// Forgets an issuer when its watch says it was deleted, or a relist does not bring it.
 fn forget_deleted<K: AnyIssuer>(
     ctx: &Arc<Context>,
     generations: &Arc<watches::Generations>,
 ) -> impl FnMut(&watcher::Event<K>) + use<K> {
     let (ctx, generations) = (ctx.clone(), generations.clone());
-    move |event| watches::issuer_event(event, &ctx, &generations)
+    let mut relist = watches::Relist::default();
+    move |event| watches::issuer_event(event, &ctx, &generations, &mut relist)
 }
 
 /// A reflector stream must be polled for its store to fill.

@@ -14,17 +14,18 @@
 //! - The issuer controllers run on spec changes only ([`Generations`]): their own status writes
 //!   do not run them again.
 //!
-//! Deletes are seen on the watch, before the cache drops the object. One missed while a watch
-//! was down (a relist) leaves its entries behind until the next delete of the same key, a known
-//! gap: it needs a delete during a watch outage.
+//! Deletes are seen on the watch, before the cache drops the object. Those missed while a watch
+//! was down are swept when it relists ([`Relist`]): what the manager holds for objects the relist
+//! did not bring goes, except a request's expiry series (prometheus-client cannot list them),
+//! which stays until the next delete of a request for the same Certificate or a restart.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::{Stream, StreamExt, future};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Event;
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 
 use super::certificaterequest::{expiry_labels, request_key};
 use super::{Context, issuer};
@@ -64,18 +65,57 @@ fn bare(cr: CertificateRequest) -> CertificateRequest {
     bare
 }
 
-/// Observe: one request watch event. Forgets a deleted request, then trims the event.
+/// Observe: one request watch event. Forgets a deleted request, sweeps at the end of a relist,
+/// then trims the event.
 pub fn request_event(
     event: Event<CertificateRequest>,
     ctx: &Context,
     requests: &Store<CertificateRequest>,
+    relist: &mut Relist,
 ) -> Option<Event<CertificateRequest>> {
     if let Event::Delete(cr) = &event
         && is_ours(cr)
     {
         forget_request(ctx, cr, requests);
     }
+    let ours = |cr: &CertificateRequest| is_ours(cr).then(|| request_key(cr));
+    if let Some(live) = relist.observe(&event, ours) {
+        ctx.request_backoff.retain(|uid| live.contains(uid));
+        ctx.unsaved
+            .lock()
+            .expect("unsaved lock")
+            .retain(|uid, _| live.contains(uid));
+        ctx.request_memory.retain(&live);
+    }
     trim_request_event(event)
+}
+
+/// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed
+/// while the watch was down left behind.
+#[derive(Debug, Default)]
+pub struct Relist {
+    keys: Option<HashSet<String>>,
+}
+
+impl Relist {
+    /// Feeds one event; at the end of a relist, the keys of every object it brought.
+    pub fn observe<K>(
+        &mut self,
+        event: &Event<K>,
+        key: impl Fn(&K) -> Option<String>,
+    ) -> Option<HashSet<String>> {
+        match event {
+            Event::Init => self.keys = Some(HashSet::new()),
+            Event::InitApply(obj) => {
+                if let (Some(keys), Some(key)) = (&mut self.keys, key(obj)) {
+                    keys.insert(key);
+                }
+            }
+            Event::InitDone => return self.keys.take(),
+            Event::Apply(_) | Event::Delete(_) => {}
+        }
+        None
+    }
 }
 
 /// Drops what the manager holds for a deleted request. `requests` may still hold `cr` itself.
@@ -110,11 +150,26 @@ fn issuer_key_of(cr: &CertificateRequest) -> Option<String> {
     }
 }
 
-/// Observe: one issuer watch event; a delete forgets the issuer.
-pub fn issuer_event<K: AnyIssuer>(event: &Event<K>, ctx: &Context, generations: &Generations) {
+/// Observe: one issuer watch event; a delete forgets the issuer, the end of a relist every
+/// issuer of this kind it did not bring.
+pub fn issuer_event<K: AnyIssuer>(
+    event: &Event<K>,
+    ctx: &Context,
+    generations: &Generations,
+    relist: &mut Relist,
+) {
     if let Event::Delete(issuer) = event {
         forget_issuer(ctx, generations, issuer);
     }
+    let Some(live) = relist.observe(event, |i| Some(issuer::key(i))) else {
+        return;
+    };
+    let prefix = format!("{}/", K::KIND);
+    let gone = |key: &str| key.starts_with(&prefix) && !live.contains(key);
+    ctx.cfssl.retain(|key| !gone(key));
+    ctx.issuer_backoff.retain(|key| !gone(key));
+    ctx.metrics.retain_issuers(&prefix, &live);
+    generations.retain(|key| !gone(key));
 }
 
 /// Drops what the manager holds for a deleted issuer.
@@ -123,33 +178,37 @@ pub fn forget_issuer<K: AnyIssuer>(ctx: &Context, generations: &Generations, iss
     ctx.cfssl.forget(&key);
     ctx.issuer_backoff.reset(&key);
     ctx.metrics.forget_issuer(&key);
-    if let Some(uid) = issuer.uid() {
-        generations.forget(&uid);
-    }
+    generations.forget(&key);
     tracing::debug!(issuer = %key, "deleted; client, backoff and metrics dropped");
 }
 
-/// The last generation each object (by UID) was passed on with: a change of anything else,
-/// status included, does not pass.
+/// The UID and generation each issuer (by [`issuer::key`]) was last passed on with: a change
+/// of anything else, status included, does not pass.
 #[derive(Debug, Default)]
 pub struct Generations {
-    seen: Mutex<HashMap<String, i64>>,
+    seen: Mutex<HashMap<String, (Option<String>, i64)>>,
 }
 
 impl Generations {
-    /// Whether `obj` is new or its spec changed since it last passed. Objects without a UID or
-    /// a generation always pass.
-    pub fn changed<K: Resource>(&self, obj: &K) -> bool {
-        let meta = obj.meta();
-        let (Some(uid), Some(generation)) = (&meta.uid, meta.generation) else {
+    /// Whether `issuer` is new (a new UID under an old name included) or its spec changed since
+    /// it last passed. Objects without a generation always pass.
+    pub fn changed<K: AnyIssuer>(&self, issuer: &K) -> bool {
+        let Some(generation) = issuer.meta().generation else {
             return true;
         };
-        let mut seen = self.seen.lock().expect("generations lock");
-        seen.insert(uid.clone(), generation) != Some(generation)
+        let seen = (issuer.uid(), generation);
+        let mut generations = self.seen.lock().expect("generations lock");
+        generations.insert(issuer::key(issuer), seen.clone()) != Some(seen)
     }
 
-    pub fn forget(&self, uid: &str) {
-        self.seen.lock().expect("generations lock").remove(uid);
+    /// Forgets the issuer with this key.
+    pub fn forget(&self, key: &str) {
+        self.seen.lock().expect("generations lock").remove(key);
+    }
+
+    /// Keeps only the issuers `keep` accepts.
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.seen.lock().expect("generations lock").retain(|k, _| keep(k));
     }
 
     pub fn len(&self) -> usize {
@@ -161,8 +220,8 @@ impl Generations {
     }
 }
 
-/// The objects of `stream` whose spec changed (see [`Generations::changed`]).
-pub fn spec_changes<K: Resource>(
+/// The issuers of `stream` whose spec changed (see [`Generations::changed`]).
+pub fn spec_changes<K: AnyIssuer>(
     stream: impl Stream<Item = Arc<K>>,
     generations: Arc<Generations>,
 ) -> impl Stream<Item = Arc<K>> {
@@ -300,28 +359,31 @@ mod tests {
     #[test]
     fn only_spec_changes_pass() {
         let g = Generations::default();
-        let issuer = |uid: Option<&str>, generation: Option<i64>| {
-            let mut i = Issuer::new("ca", IssuerSpec::default());
-            i.metadata.uid = uid.map(Into::into);
+        let issuer = |name: &str, uid: &str, generation: Option<i64>| {
+            let mut i = Issuer::new(name, IssuerSpec::default());
+            i.metadata.namespace = Some("apps".into());
+            i.metadata.uid = Some(uid.into());
             i.metadata.generation = generation;
             i
         };
         let cases = [
-            ("first sight", Some("u1"), Some(1), true),
-            ("status-only write", Some("u1"), Some(1), false),
-            ("again", Some("u1"), Some(1), false),
-            ("spec change", Some("u1"), Some(2), true),
-            ("same name, recreated", Some("u2"), Some(1), true),
-            ("no generation", Some("u3"), None, true),
-            ("no generation, again", Some("u3"), None, true),
-            ("no uid", None, Some(1), true),
+            ("first sight", "a", "u1", Some(1), true),
+            ("status-only write", "a", "u1", Some(1), false),
+            ("again", "a", "u1", Some(1), false),
+            ("another issuer", "b", "u9", Some(1), true),
+            ("spec change", "a", "u1", Some(2), true),
+            ("same name, recreated", "a", "u2", Some(2), true),
+            ("no generation", "c", "u3", None, true),
+            ("no generation, again", "c", "u3", None, true),
         ];
-        for (row, uid, generation, want) in cases {
-            assert_eq!(g.changed(&issuer(uid, generation)), want, "{row}");
+        for (row, name, uid, generation, want) in cases {
+            assert_eq!(g.changed(&issuer(name, uid, generation)), want, "{row}");
         }
         assert_eq!(g.len(), 2);
-        g.forget("u1");
-        assert!(g.changed(&issuer(Some("u1"), Some(2))), "forgotten: passes again");
+        g.forget("Issuer/apps/a");
+        assert!(g.changed(&issuer("a", "u2", Some(2))), "forgotten: passes again");
+        g.retain(|key| key != "Issuer/apps/b");
+        assert_eq!(g.len(), 1);
     }
 
     fn context() -> Context {
@@ -377,19 +439,19 @@ mod tests {
         );
 
         // The watch reports the delete before the cache drops the request.
-        request_event(Event::Delete(old.clone()), &ctx, &store);
+        request_event(Event::Delete(old.clone()), &ctx, &store, &mut Relist::default());
         writer.apply_watcher_event(&Event::Delete(old));
         assert_eq!(ctx.request_backoff.len(), 2);
         assert_eq!(ctx.unsaved.lock().unwrap().len(), 2);
         assert_eq!(ctx.request_memory.len(), 4);
         assert!(has(&new), "web-2 still stands for Certificate web");
 
-        request_event(Event::Delete(new.clone()), &ctx, &store);
+        request_event(Event::Delete(new.clone()), &ctx, &store, &mut Relist::default());
         writer.apply_watcher_event(&Event::Delete(new.clone()));
         assert!(!has(&new), "the last request of Certificate web is gone");
         assert!(has(&other));
 
-        request_event(Event::Delete(other.clone()), &ctx, &store);
+        request_event(Event::Delete(other.clone()), &ctx, &store, &mut Relist::default());
         assert!(ctx.request_backoff.is_empty());
         assert!(ctx.unsaved.lock().unwrap().is_empty());
         assert!(ctx.request_memory.is_empty());
@@ -430,13 +492,18 @@ mod tests {
                 .set(0);
         }
 
-        issuer_event(&Event::Apply(gone.clone()), &ctx, &generations);
+        issuer_event(
+            &Event::Apply(gone.clone()),
+            &ctx,
+            &generations,
+            &mut Relist::default(),
+        );
         assert_eq!(
             (ctx.cfssl.len(), ctx.issuer_backoff.len(), generations.len()),
             (2, 2, 2),
             "not on update"
         );
-        issuer_event(&Event::Delete(gone), &ctx, &generations);
+        issuer_event(&Event::Delete(gone), &ctx, &generations, &mut Relist::default());
 
         assert_eq!(ctx.cfssl.len(), 1, "the client and its HMAC key are dropped");
         assert_eq!(ctx.issuer_backoff.len(), 1);
@@ -444,5 +511,88 @@ mod tests {
         let text = ctx.metrics.encode();
         assert!(!text.contains("Issuer/apps/gone"), "{text}");
         assert!(text.contains("Issuer/apps/kept"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_relist_sweeps_requests_whose_delete_was_missed() {
+        let ctx = context();
+        let (store, _) = reflector::store::<CertificateRequest>();
+        let live = request("live", crate::api::GROUP, "web");
+        let gone = request("gone", crate::api::GROUP, "api");
+        for cr in [&live, &gone] {
+            let uid = request_key(cr);
+            ctx.request_backoff.next(uid.clone());
+            ctx.request_memory.failed(&uid, ctx.now());
+            ctx.unsaved.lock().unwrap().insert(
+                uid,
+                Chain {
+                    certificates: "c".into(),
+                    ca: None,
+                },
+            );
+        }
+        let mut relist = Relist::default();
+        let events = [
+            Event::Init,
+            Event::InitApply(live.clone()),
+            Event::InitApply(request("foreign", "cert-manager.io", "x")),
+        ];
+        for event in events {
+            request_event(event, &ctx, &store, &mut relist);
+            assert_eq!(
+                ctx.request_backoff.len(),
+                2,
+                "nothing swept before the relist ends"
+            );
+        }
+        request_event(Event::InitDone, &ctx, &store, &mut relist);
+        let uid = request_key(&live);
+        assert_eq!(ctx.request_backoff.len(), 1);
+        assert!(ctx.request_memory.first_failure(&uid).is_some());
+        assert_eq!(ctx.request_memory.len(), 1);
+        assert_eq!(ctx.unsaved.lock().unwrap().keys().collect::<Vec<_>>(), [&uid]);
+        // Outside a relist, nothing is swept.
+        request_event(Event::InitDone, &ctx, &store, &mut relist);
+        assert_eq!(ctx.request_backoff.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_relist_sweeps_issuers_of_its_kind_whose_delete_was_missed() {
+        let ctx = context();
+        let generations = Generations::default();
+        let issuer = |name: &str| {
+            let mut i = Issuer::new(name, IssuerSpec::default());
+            i.metadata.namespace = Some("apps".into());
+            i.metadata.generation = Some(1);
+            i
+        };
+        let keys = ["Issuer/apps/live", "Issuer/apps/gone", "ClusterIssuer/other"];
+        for key in keys {
+            let fingerprint = Fingerprint {
+                issuer_uid: key.into(),
+                generation: 1,
+                secret_version: "1".into(),
+            };
+            let config = || ClientConfig::new("http://127.0.0.1:1", "l", AuthKey::from_hex("00").unwrap());
+            ctx.cfssl.get_or_build(key, fingerprint, config).unwrap();
+            ctx.issuer_backoff.next(key.to_string());
+            ctx.metrics.set_issuer_ready(key, true);
+        }
+        generations.changed(&issuer("live"));
+        generations.changed(&issuer("gone"));
+        let mut relist = Relist::default();
+        for event in [Event::Init, Event::InitApply(issuer("live")), Event::InitDone] {
+            issuer_event(&event, &ctx, &generations, &mut relist);
+        }
+        assert_eq!(
+            (ctx.cfssl.len(), ctx.issuer_backoff.len(), generations.len()),
+            (2, 2, 1)
+        );
+        let text = ctx.metrics.encode();
+        assert!(!text.contains("Issuer/apps/gone"), "{text}");
+        assert!(
+            text.contains("Issuer/apps/live") && text.contains("ClusterIssuer/other"),
+            "{text}"
+        );
     }
 }

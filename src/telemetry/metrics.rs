@@ -146,6 +146,35 @@ impl Metrics {
             .inc();
     }
 
+    /// Sets `issuer_ready` of `issuer`.
+    pub fn set_issuer_ready(&self, issuer: &str, ready: bool) {
+        let labels = IssuerLabels {
+            issuer: issuer.into(),
+        };
+        self.issuer_ready.get_or_create(&labels).set(i64::from(ready));
+        self.calls
+            .lock()
+            .expect("metrics lock")
+            .entry(issuer.into())
+            .or_default();
+    }
+
+    /// Forgets every issuer with series whose key starts with `kind_prefix` (`Issuer/`,
+    /// `ClusterIssuer/`) and is not in `live`: deletes missed while a watch was down.
+    pub fn retain_issuers(&self, kind_prefix: &str, live: &HashSet<String>) {
+        let gone: Vec<String> = self
+            .calls
+            .lock()
+            .expect("metrics lock")
+            .keys()
+            .filter(|k| k.starts_with(kind_prefix) && !live.contains(*k))
+            .cloned()
+            .collect();
+        for issuer in gone {
+            self.forget_issuer(&issuer);
+        }
+    }
+
     /// Records one CFSSL call of `labels.issuer`: its latency and, when it failed, its class.
     pub fn observe_call(&self, labels: CallLabels, seconds: f64, error_class: Option<&'static str>) {
         self.cfssl_duration.get_or_create(&labels).observe(seconds);
@@ -295,5 +324,23 @@ mod tests {
         assert!(m.calls.lock().unwrap().get("Issuer/ns/gone").is_none());
         m.forget_issuer("Issuer/ns/never-seen");
         assert_eq!(series(&m, "Issuer/ns/kept"), [3, 2, 1, 1]);
+    }
+
+    #[test]
+    fn a_relist_sweeps_issuers_whose_delete_was_missed() {
+        let m = Metrics::default();
+        for issuer in ["Issuer/a/live", "Issuer/a/gone", "ClusterIssuer/gone"] {
+            m.set_issuer_ready(issuer, true);
+        }
+        m.observe_call(call("Issuer/a/gone", "l", "check"), 0.1, None);
+        let live = HashSet::from(["Issuer/a/live".to_string()]);
+        m.retain_issuers("Issuer/", &live);
+        let text = m.encode();
+        assert!(text.contains("Issuer/a/live"), "{text}");
+        assert!(!text.contains("Issuer/a/gone"), "{text}");
+        assert!(
+            text.contains("ClusterIssuer/gone"),
+            "another kind's relist: {text}"
+        );
     }
 }
