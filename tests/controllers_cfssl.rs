@@ -245,7 +245,7 @@ async fn sign_once(ca: &Ca, csr_pem: &str, want_event: &str) -> Value {
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", want_event).await;
-    assert_eq!(task.await.unwrap().unwrap(), Action::await_change());
+    assert_eq!(finish(task).await.unwrap(), Action::await_change());
     body["status"]["conditions"][0].clone()
 }
 
@@ -292,7 +292,7 @@ async fn proxy_404_makes_the_issuer_unreachable_without_showing_the_password() {
     let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
     let (_, _, event, send) = next(&mut api).await;
     answer(send, http::StatusCode::CREATED, &event);
-    task.await.unwrap().unwrap();
+    finish(task).await.unwrap();
     let condition = &body["status"]["conditions"][0];
     assert_eq!(condition["reason"], "CAUnreachable", "{condition}");
     assert_eq!(event["reason"], "CAUnreachable", "{event}");
@@ -303,4 +303,50 @@ async fn proxy_404_makes_the_issuer_unreachable_without_showing_the_password() {
         assert!(!text.contains("s3cret-pw"), "{text}");
         assert!(text.contains("***@127.0.0.1"), "{text}");
     }
+}
+
+/// The retry window starts at the first failed sign: a request created an hour ago (it waited
+/// for approval) is retried when the CA is down, not failed at once.
+#[tokio::test]
+async fn an_old_request_gets_its_whole_retry_window() {
+    let ca = ::simple_cfssl::spawn(::simple_cfssl::Config::test_default(KEY_HEX))
+        .await
+        .unwrap();
+    let mut issuer = issuer("apps", "ca", &ca.url);
+    issuer.spec.profile = Some("server".into());
+    let (ctx, mut api) = context(vec![checked(issuer)], vec![]);
+    let (csr_pem, _) = csr("web.apps.example.org");
+    let mut cr = approved_request(&csr_pem);
+    cr.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        "2026-11-22T09:00:00Z".parse().unwrap(),
+    ));
+    let uid = cr.metadata.uid.clone().unwrap();
+
+    ca.set_available(false);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    let ready = &body["status"]["conditions"][0];
+    assert_eq!(
+        (ready["reason"].as_str(), body["status"].get("failureTime")),
+        (Some("Pending"), None),
+        "{body}"
+    );
+    expect_event(&mut api, "apps", "RetryableError").await;
+    finish(task).await.unwrap();
+    assert_eq!(
+        ctx.request_memory.first_failure(&uid),
+        Some("2026-11-22T10:00:00Z".parse().unwrap()),
+        "the window starts now, at the first failure"
+    );
+
+    ca.set_available(true);
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
+    let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
+    expect_event(&mut api, "apps", "Issued").await;
+    finish(task).await.unwrap();
+    assert_eq!(body["status"]["conditions"][0]["reason"], "Issued");
+    assert_eq!(ctx.request_memory.first_failure(&uid), None, "closed on success");
+    ca.shutdown();
 }

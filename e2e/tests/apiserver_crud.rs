@@ -392,3 +392,45 @@ async fn malformed_requests_get_the_matching_status_reason() {
     let err = send("PATCH", "/api/v1/namespaces/default/configmaps/a", "{}").await;
     assert_eq!(code(&err), 415, "a patch needs a patch content type");
 }
+
+#[tokio::test]
+async fn create_all_stores_objects_as_creates_would() {
+    let h = start().await;
+    let before = h.server.resource_version();
+    let objects = (0..1200).map(|i| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("bulk-{i:04}"), "namespace": "default"},
+            "data": {"i": i.to_string()},
+        })
+    });
+    let created = h.server.create_all("", "v1", "configmaps", objects).unwrap();
+    assert_eq!(created, 1200);
+    assert_eq!(
+        h.server.resource_version(),
+        before + 1200,
+        "one resourceVersion each"
+    );
+    let cms: Api<ConfigMap> = h.api();
+    let listed = cms.list(&ListParams::default()).await.unwrap().items;
+    let bulk: Vec<_> = listed
+        .iter()
+        .filter(|c| c.name_any().starts_with("bulk-"))
+        .collect();
+    assert_eq!(bulk.len(), 1200);
+    assert!(
+        bulk.iter()
+            .all(|c| c.metadata.uid.is_some() && c.metadata.creation_timestamp.is_some())
+    );
+    let again = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "bulk-0000", "namespace": "default"},
+    });
+    let err = h.server.create_all("", "v1", "configmaps", [again]).unwrap_err();
+    assert!(err.contains("already exists"), "{err}");
+    let err = h
+        .server
+        .create_all("nope.example.com", "v1", "things", [])
+        .unwrap_err();
+    assert!(err.contains("not served"), "{err}");
+}

@@ -175,6 +175,56 @@ async fn unrelated_secrets_do_not_grow_memory() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Requests for other issuers (cert-manager's own CA issuer here) are none of the manager's
+/// business: 20,000 of them, each with its CSR, certificate chain and CA as cert-manager leaves
+/// them, must not end up in its memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_requests_do_not_grow_memory() -> anyhow::Result<()> {
+    const REQUESTS: usize = 20_000;
+    const LIMIT_KIB: u64 = 10 * 1024;
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    // Our own request before each measurement: the same code runs both times, and (events of
+    // one watch arriving in order) the second proves every foreign request reached the manager.
+    let own = load::requests("own", 2)?;
+    load::create_requests(env.client(), &env.ns, ISSUER, &own[..1], true, 1).await?;
+    objects::wait_request_reason(env.client(), &env.ns, &own[0].0, "Issued", WAIT).await?;
+    let idle = load::settled_rss_kib(&env.manager, Duration::from_secs(2)).await?;
+
+    let start = tokio::time::Instant::now();
+    let foreign = load::foreign_request(&env.ns)?;
+    let created = env
+        .server()
+        .create_all(
+            "cert-manager.io",
+            "v1",
+            "certificaterequests",
+            (0..REQUESTS).map(|i| load::numbered(&foreign, "foreign", i)),
+        )
+        .map_err(anyhow::Error::msg)?;
+    assert_eq!(created, REQUESTS);
+    let seeded = start.elapsed();
+    load::create_requests(env.client(), &env.ns, ISSUER, &own[1..], true, 1).await?;
+    objects::wait_request_reason(env.client(), &env.ns, &own[1].0, "Issued", WAIT).await?;
+    let after = load::settled_rss_kib(&env.manager, Duration::from_secs(2)).await?;
+    let growth = after.saturating_sub(idle);
+    eprintln!(
+        "{REQUESTS} foreign CertificateRequests of {:.1} KiB stored in {seeded:.2?}; manager RSS \
+         idle {:.1} MiB, after {:.1} MiB (+{:.2} MiB), peak {:.1} MiB",
+        serde_json::to_vec(&foreign)?.len() as f64 / 1024.0,
+        idle as f64 / 1024.0,
+        after as f64 / 1024.0,
+        growth as f64 / 1024.0,
+        env.manager.peak_rss_kib().unwrap_or(0) as f64 / 1024.0,
+    );
+    assert!(
+        growth < LIMIT_KIB,
+        "manager RSS grew by {growth} KiB (from {idle} to {after}) with {REQUESTS} foreign requests"
+    );
+    Ok(())
+}
+
 /// Labels the issuer's credential Secret and waits for the Issuer reconcile that follows.
 async fn touch_issuer_secret(env: &Env, touches: &mut u32) -> anyhow::Result<()> {
     let reconciles = || async {

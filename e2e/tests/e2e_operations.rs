@@ -591,3 +591,154 @@ async fn deleting_an_issuer_stops_its_health_checks() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// The manager keeps nothing of what is gone and does not chase its own writes: the Issuer
+/// controller runs on spec changes, not on status writes; an unapproved request gets one
+/// `WaitingForApproval` Event however often it is reconciled; deleting a request removes its
+/// expiry series and deleting an issuer every series labelled with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_writes_do_not_rerun_issuers_and_deletes_leave_no_series() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let manager = Manager::start(env.options()).await?;
+    let metrics = || async { scrape(&manager.metrics_addr).await };
+    let issuer_runs = || async {
+        anyhow::Ok(
+            metrics()
+                .await?
+                .value("cfssl_issuer_reconciles_total", &[("controller", "Issuer")])
+                .unwrap_or(0.0),
+        )
+    };
+    env.create_issuer().await?;
+    env.wait_issuer_checked().await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Its own Ready write does not run it again (before, every write did: at least 2 here).
+    let settled = issuer_runs().await?;
+    eprintln!("Issuer reconciles after create and check: {settled}");
+
+    // Someone else's status-only change: no reconcile. A spec change: one.
+    let issuers = Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns);
+    let probe = json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "Issuer", "status": {"conditions": [
+        {"type": "E2EProbe", "status": "True", "reason": "Probe", "message": "status only",
+         "lastTransitionTime": "2026-11-22T10:00:00Z"}]}});
+    issuers
+        .patch_status(
+            "team-ca",
+            &PatchParams::apply("e2e-probe").force(),
+            &Patch::Apply(&probe),
+        )
+        .await?;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        issuer_runs().await?,
+        settled,
+        "a status-only change ran the Issuer controller"
+    );
+    issuers
+        .patch(
+            "team-ca",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"bundle": false}})),
+        )
+        .await?;
+    eventually(WAIT, "the Issuer reconcile after a spec change", || async {
+        issuer_runs().await.ok().filter(|runs| *runs > settled)
+    })
+    .await?;
+
+    // Waiting for approval: one Event, however many reconciles.
+    let csr = Csr::new("waiting.example.com")?;
+    objects::create_request(
+        env.client(),
+        &env.ns,
+        "waiting",
+        GROUP,
+        "Issuer",
+        "team-ca",
+        &csr.pem,
+    )
+    .await?;
+    let requests =
+        Api::<cfssl_issuer::api::certmanager::CertificateRequest>::namespaced(env.client().clone(), &env.ns);
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(env.client().clone(), &env.ns);
+    let waiting_events = || async {
+        let listed = events.list(&Default::default()).await.ok()?;
+        Some(
+            listed
+                .items
+                .iter()
+                .filter(|e| {
+                    e.reason.as_deref() == Some("WaitingForApproval")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("waiting")
+                })
+                .count(),
+        )
+    };
+    eventually(WAIT, "a WaitingForApproval Event", || async {
+        waiting_events().await.filter(|n| *n > 0)
+    })
+    .await?;
+    for touch in 0..3 {
+        let labels = json!({"metadata": {"labels": {"e2e-touch": touch.to_string()}}});
+        requests
+            .patch("waiting", &PatchParams::default(), &Patch::Merge(&labels))
+            .await?;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        waiting_events().await,
+        Some(1),
+        "exactly one WaitingForApproval Event"
+    );
+
+    // Deletes take their series along.
+    env.request("one").await?;
+    env.wait_issued("one").await?;
+    let issuer = format!("Issuer/{}/team-ca", env.ns);
+    let expiry = [("namespace", env.ns.as_str()), ("name", "one")];
+    let of_issuer = |m: &Exposition| {
+        m.samples
+            .iter()
+            .filter(|s| {
+                s.labels.get("issuer") == Some(&issuer)
+                    && s.name != "cfssl_issuer_certificate_expiration_timestamp_seconds"
+            })
+            .map(|s| s.name.clone())
+            .collect::<BTreeSet<_>>()
+    };
+    let before = eventually(Duration::from_secs(10), "the expiry series of one", || async {
+        metrics().await.ok().filter(|m| {
+            m.value("cfssl_issuer_certificate_expiration_timestamp_seconds", &expiry)
+                .is_some()
+        })
+    })
+    .await?;
+    assert!(
+        of_issuer(&before).len() >= 3,
+        "issuer series: {:?}",
+        of_issuer(&before)
+    );
+    requests.delete("one", &Default::default()).await?;
+    eventually(
+        Duration::from_secs(10),
+        "the expiry series of a deleted request gone",
+        || async {
+            metrics().await.ok().filter(|m| {
+                m.value("cfssl_issuer_certificate_expiration_timestamp_seconds", &expiry)
+                    .is_none()
+            })
+        },
+    )
+    .await?;
+    issuers.delete("team-ca", &Default::default()).await?;
+    let after = eventually(
+        Duration::from_secs(10),
+        "the series of a deleted issuer gone",
+        || async { metrics().await.ok().filter(|m| of_issuer(m).is_empty()) },
+    )
+    .await;
+    assert!(after.is_ok(), "left behind: {:?}", of_issuer(&metrics().await?));
+    Ok(())
+}

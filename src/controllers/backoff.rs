@@ -37,6 +37,11 @@ impl<K: Eq + Hash> Backoff<K> {
         self.attempts.lock().expect("backoff lock").remove(key);
     }
 
+    /// Keeps only the keys `keep` accepts.
+    pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
+        self.attempts.lock().expect("backoff lock").retain(|k, _| keep(k));
+    }
+
     pub fn len(&self) -> usize {
         self.attempts.lock().expect("backoff lock").len()
     }

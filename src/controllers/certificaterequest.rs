@@ -73,7 +73,8 @@ fn view_of<K: AnyIssuer>(issuer: Option<&K>, ctx: &Context) -> IssuerView {
     }
 }
 
-fn request_key(cr: &CertificateRequest) -> String {
+/// The key of a request in backoff and memory: its UID.
+pub fn request_key(cr: &CertificateRequest) -> String {
     cr.uid()
         .unwrap_or_else(|| format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any()))
 }
@@ -93,8 +94,9 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
         kind.clone().unwrap_or(IssuerKind::Issuer),
         ctx.config.approval_required,
     );
+    announce_waiting(&cr, &ctx, &step).await;
     match step {
-        Step::Leave => Ok(Action::await_change()),
+        Step::Leave | Step::WaitForApproval => Ok(Action::await_change()),
         Step::Deny => {
             let message = "The CertificateRequest was denied by an approval controller";
             write(
@@ -175,6 +177,7 @@ async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &Context) -> Resul
             write(cr, ctx, Write::issued(chain), Notice::normal("Issued")).await?;
             ctx.unsaved.lock().expect("unsaved lock").remove(&uid);
             ctx.request_backoff.reset(&uid);
+            ctx.request_memory.settled(&uid);
             Ok(Action::await_change())
         }
         Outcome::Failed(message) => {
@@ -186,9 +189,11 @@ async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &Context) -> Resul
             )
             .await?;
             ctx.request_backoff.reset(&uid);
+            ctx.request_memory.settled(&uid);
             Ok(Action::await_change())
         }
         Outcome::Retry(message) => {
+            ctx.request_memory.failed(&uid, ctx.now());
             write(
                 cr,
                 ctx,
@@ -233,18 +238,15 @@ async fn sign_with<K: AnyIssuer>(cr: &CertificateRequest, issuer: Option<&K>, ct
         Ok(c) => c,
         Err(err) => return fault(err.to_string(), issuer::decide::reason_for(&err)),
     };
-    let created = cr
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map_or_else(|| ctx.now(), |t| t.0);
+    // The retry window starts at the first failed sign, not at creation.
+    let first_failure = ctx.request_memory.first_failure(&request_key(cr));
     let result = issuer::timed(ctx, issuer, "sign", client.sign(&cr.spec.request.0)).await;
     if let Ok(signed) = &result {
         record_issued(ctx, cr, &issuer::key(issuer), &signed.chain);
     }
     let outcome = decide::outcome(
         result.as_ref().map(|s| s.chain.clone()),
-        created,
+        first_failure,
         ctx.now(),
         ctx.config.max_retry_duration,
     );
@@ -269,21 +271,49 @@ fn record_issued(ctx: &Context, cr: &CertificateRequest, issuer: &str, chain: &C
                 .map(|(_, c)| c.validity().not_after.timestamp())
         });
     if let Some(not_after) = not_after {
-        // Keyed by Certificate, so the series count follows Certificates, not requests.
-        let name = cr
-            .annotations()
-            .get("cert-manager.io/certificate-name")
-            .cloned()
-            .unwrap_or_else(|| cr.name_any());
-        let labels = CertificateLabels {
-            namespace: cr.namespace().unwrap_or_default(),
-            name,
-            issuer: issuer.into(),
-        };
         ctx.metrics
             .certificate_expiry
-            .get_or_create(&labels)
+            .get_or_create(&expiry_labels(cr, issuer))
             .set(not_after as f64);
+    }
+}
+
+/// The expiry series of a request signed by `issuer`. Keyed by Certificate, so the series
+/// count follows Certificates, not requests.
+pub fn expiry_labels(cr: &CertificateRequest, issuer: &str) -> CertificateLabels {
+    let name = cr
+        .annotations()
+        .get("cert-manager.io/certificate-name")
+        .cloned()
+        .unwrap_or_else(|| cr.name_any());
+    CertificateLabels {
+        namespace: cr.namespace().unwrap_or_default(),
+        name,
+        issuer: issuer.into(),
+    }
+}
+
+/// Act: one Normal Event, once per request, saying it waits for approval. No status is
+/// written: approval is cert-manager's to record.
+async fn announce_waiting(cr: &CertificateRequest, ctx: &Context, step: &Step) {
+    let uid = request_key(cr);
+    if *step != Step::WaitForApproval {
+        ctx.request_memory.stopped_waiting(&uid);
+        return;
+    }
+    if !ctx.request_memory.announce_waiting(&uid) {
+        return;
+    }
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "WaitingForApproval".into(),
+        note: Some("Not signing until the request is approved (cert-manager's Approved condition)".into()),
+        action: "Sign".into(),
+        secondary: None,
+    };
+    let recorder = Recorder::new(ctx.client.clone(), ctx.reporter.clone());
+    if let Err(err) = recorder.publish(&event, &cr.object_ref(&())).await {
+        tracing::warn!(error = %err, "cannot publish event");
     }
 }
 

@@ -46,6 +46,14 @@ impl Clients {
         self.by_issuer.lock().expect("clients lock").remove(issuer);
     }
 
+    /// Keeps only the clients of issuers `keep` accepts.
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        self.by_issuer
+            .lock()
+            .expect("clients lock")
+            .retain(|k, _| keep(k));
+    }
+
     pub fn len(&self) -> usize {
         self.by_issuer.lock().expect("clients lock").len()
     }

@@ -19,7 +19,7 @@ use super::status_schema::{self, ObservedGeneration};
 use super::{Context, Error, FIELD_MANAGER};
 use crate::api::{self, AnyIssuer, Condition, IssuerKind, IssuerSpec};
 use crate::cfssl::{self, ClientConfig};
-use crate::telemetry::metrics::{CallErrorLabels, CallLabels, Controller, IssuerLabels};
+use crate::telemetry::metrics::{CallLabels, Controller};
 
 /// A stable name for logs, backoff and the client cache: `Issuer/ns/name` or `ClusterIssuer/name`.
 pub fn key<K: AnyIssuer>(issuer: &K) -> String {
@@ -33,10 +33,7 @@ pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<Context>) -> Resul
     let key = key(&*issuer);
     ctx.metrics.reconciled(controller_of::<K>());
     let verdict = check(&*issuer, &ctx).await;
-    ctx.metrics
-        .issuer_ready
-        .get_or_create(&IssuerLabels { issuer: key.clone() })
-        .set(i64::from(verdict.ready));
+    ctx.metrics.set_issuer_ready(&key, verdict.ready);
     tracing::debug!(issuer = %key, ready = verdict.ready, reason = verdict.reason.as_str(), "checked");
     apply(&*issuer, &verdict, &ctx).await?;
     Ok(match verdict.retry {
@@ -93,11 +90,7 @@ pub fn cfssl_client<K: AnyIssuer>(
     };
     ctx.cfssl.get_or_build(&key(issuer), fingerprint, || {
         let mut config = client_config(issuer.spec(), credentials, ctx.config.cfssl_timeout);
-        config.unanswered_signs = ctx
-            .metrics
-            .possible_duplicates
-            .get_or_create(&IssuerLabels { issuer: key(issuer) })
-            .clone();
+        config.unanswered_signs = ctx.metrics.possible_duplicates_of(&key(issuer));
         config
     })
 }
@@ -192,26 +185,14 @@ pub async fn timed<K: AnyIssuer, T>(
 ) -> Result<T, cfssl::Error> {
     let started = std::time::Instant::now();
     let result = work.await;
-    let (issuer, label) = (key(issuer), issuer.spec().label.clone());
+    let labels = CallLabels {
+        issuer: key(issuer),
+        label: issuer.spec().label.clone(),
+        call,
+    };
+    let class = result.as_ref().err().map(|err| super::class_label(err.class()));
     ctx.metrics
-        .cfssl_duration
-        .get_or_create(&CallLabels {
-            issuer: issuer.clone(),
-            label: label.clone(),
-            call,
-        })
-        .observe(started.elapsed().as_secs_f64());
-    if let Err(err) = &result {
-        ctx.metrics
-            .cfssl_errors
-            .get_or_create(&CallErrorLabels {
-                issuer,
-                label,
-                call,
-                class: super::class_label(err.class()),
-            })
-            .inc();
-    }
+        .observe_call(labels, started.elapsed().as_secs_f64(), class);
     result
 }
 

@@ -8,8 +8,10 @@ pub mod certificaterequest;
 pub mod clients;
 pub mod credentials;
 pub mod issuer;
+pub mod memory;
 mod run;
 pub mod status_schema;
+pub mod watches;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +103,8 @@ pub struct Context {
     /// Certificates signed whose status write has not landed yet, by request UID: a retry
     /// writes these instead of asking the CA again.
     pub unsaved: std::sync::Mutex<std::collections::HashMap<String, crate::pki::Chain>>,
+    /// Retry windows and approval notices, by request UID.
+    pub request_memory: memory::RequestMemory,
     pub recheck: mpsc::UnboundedSender<Recheck>,
     pub metrics: Arc<Metrics>,
     /// Whether the installed Issuer/ClusterIssuer CRDs declare `observedGeneration` in
@@ -132,6 +136,7 @@ impl Context {
             issuer_backoff: backoff(),
             request_backoff: backoff(),
             unsaved: Default::default(),
+            request_memory: Default::default(),
             recheck,
             metrics,
             status_schemas: Default::default(),

@@ -6,7 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::{FutureExt, StreamExt, future};
+use futures::{FutureExt, StreamExt, TryStreamExt, future};
 use k8s_openapi::api::core::v1::Secret;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Controller};
@@ -16,7 +16,7 @@ use kube::{Api, ResourceExt};
 use tokio::sync::mpsc;
 
 use super::issuer;
-use super::{Config, Context, Recheck, certificaterequest};
+use super::{Config, Context, Recheck, certificaterequest, watches};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
 use crate::telemetry::{Health, Metrics};
@@ -53,31 +53,6 @@ pub async fn run(
     let (cluster_events, cluster_events_for_requests) =
         (subscribe(&cluster_writer), subscribe(&cluster_writer));
     let request_events = subscribe(&requests_writer);
-
-    let reflect_all = future::join3(
-        drive(
-            watcher(Api::<Issuer>::all(client.clone()), watcher::Config::default())
-                .default_backoff()
-                .reflect_shared(issuers_writer),
-        ),
-        drive(
-            watcher(
-                Api::<ClusterIssuer>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .reflect_shared(cluster_writer),
-        ),
-        drive(
-            watcher(
-                Api::<CertificateRequest>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .reflect_shared(requests_writer),
-        ),
-    );
-
     let (ctx, recheck_rx) = Context::new(
         client.clone(),
         config.clone(),
@@ -87,6 +62,41 @@ pub async fn run(
         metrics,
     );
     let ctx = Arc::new(ctx);
+    // Deletes are seen here, before the caches drop the object (see `watches`).
+    let generations = Arc::new(watches::Generations::default());
+
+    let reflect_all = future::join3(
+        drive(
+            watcher(Api::<Issuer>::all(client.clone()), watcher::Config::default())
+                .default_backoff()
+                .inspect_ok(forget_deleted::<Issuer>(&ctx, &generations))
+                .reflect_shared(issuers_writer),
+        ),
+        drive(
+            watcher(
+                Api::<ClusterIssuer>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .inspect_ok(forget_deleted::<ClusterIssuer>(&ctx, &generations))
+            .reflect_shared(cluster_writer),
+        ),
+        drive(
+            watcher(
+                Api::<CertificateRequest>::all(client.clone()),
+                watcher::Config::default(),
+            )
+            .default_backoff()
+            .try_filter_map({
+                // Foreign requests never reach the cache; deleted ones are forgotten.
+                let (ctx, requests) = (ctx.clone(), requests.clone());
+                let mut relist = watches::Relist::default();
+                move |event| future::ready(Ok(watches::request_event(event, &ctx, &requests, &mut relist)))
+            })
+            .reflect_shared(requests_writer),
+        ),
+    );
+
     let synced = {
         let (issuers, cluster_issuers, requests) =
             (issuers.clone(), cluster_issuers.clone(), requests.clone());
@@ -114,6 +124,9 @@ pub async fn run(
         .default_backoff()
         .touched_objects()
     };
+    // Spec changes only: the controllers' own status writes do not run them again.
+    let issuer_events = watches::spec_changes(issuer_events, generations.clone());
+    let cluster_events = watches::spec_changes(cluster_events, generations.clone());
     let issuer_controller = Controller::for_shared_stream(issuer_events, issuers.clone())
         .with_config(controller_config.clone())
         .watches_stream(secrets(), {
@@ -257,6 +270,16 @@ where
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     writer.subscribe().expect("stores are created shared")
+}
+
+/// Forgets an issuer when its watch says it was deleted, or a relist does not bring it.
+fn forget_deleted<K: AnyIssuer>(
+    ctx: &Arc<Context>,
+    generations: &Arc<watches::Generations>,
+) -> impl FnMut(&watcher::Event<K>) + use<K> {
+    let (ctx, generations) = (ctx.clone(), generations.clone());
+    let mut relist = watches::Relist::default();
+    move |event| watches::issuer_event(event, &ctx, &generations, &mut relist)
 }
 
 /// A reflector stream must be polled for its store to fill.

@@ -6,6 +6,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -62,6 +64,15 @@ pub struct Metrics {
     pub issuer_ready: Family<IssuerLabels, Gauge>,
     pub certificate_expiry: Family<CertificateLabels, Gauge<f64, AtomicU64>>,
     pub possible_duplicates: Family<IssuerLabels, Counter>,
+    /// The CFSSL call series of each issuer, so a deleted issuer's can be removed:
+    /// prometheus-client cannot list a family's label sets.
+    calls: Mutex<HashMap<String, IssuerCalls>>,
+}
+
+#[derive(Debug, Default)]
+struct IssuerCalls {
+    durations: HashSet<CallLabels>,
+    errors: HashSet<CallErrorLabels>,
 }
 
 impl Default for Metrics {
@@ -125,6 +136,7 @@ impl Default for Metrics {
             issuer_ready,
             certificate_expiry,
             possible_duplicates,
+            calls: Mutex::default(),
         }
     }
 }
@@ -140,6 +152,79 @@ impl Metrics {
         self.reconcile_errors
             .get_or_create(&ControllerLabels { controller })
             .inc();
+    }
+
+    /// Sets `issuer_ready` of `issuer`.
+    pub fn set_issuer_ready(&self, issuer: &str, ready: bool) {
+        let labels = IssuerLabels {
+            issuer: issuer.into(),
+        };
+        self.issuer_ready.get_or_create(&labels).set(i64::from(ready));
+        self.calls
+            .lock()
+            .expect("metrics lock")
+            .entry(issuer.into())
+            .or_default();
+    }
+
+    /// Forgets every issuer with series whose key starts with `kind_prefix` (`Issuer/`,
+    /// `ClusterIssuer/`) and is not in `live`: deletes missed while a watch was down.
+    pub fn retain_issuers(&self, kind_prefix: &str, live: &HashSet<String>) {
+        let gone: Vec<String> = self
+            .calls
+            .lock()
+            .expect("metrics lock")
+            .keys()
+            .filter(|k| k.starts_with(kind_prefix) && !live.contains(*k))
+            .cloned()
+            .collect();
+        for issuer in gone {
+            self.forget_issuer(&issuer);
+        }
+    }
+
+    /// Records one CFSSL call of `labels.issuer`: its latency and, when it failed, its class.
+    pub fn observe_call(&self, labels: CallLabels, seconds: f64, error_class: Option<&'static str>) {
+        self.cfssl_duration.get_or_create(&labels).observe(seconds);
+        let error = error_class.map(|class| CallErrorLabels {
+            issuer: labels.issuer.clone(),
+            label: labels.label.clone(),
+            call: labels.call,
+            class,
+        });
+        if let Some(error) = &error {
+            self.cfssl_errors.get_or_create(error).inc();
+        }
+        let mut calls = self.calls.lock().expect("metrics lock");
+        let seen = calls.entry(labels.issuer.clone()).or_default();
+        seen.durations.insert(labels);
+        seen.errors.extend(error);
+    }
+
+    /// The counter of `issuer`'s possible duplicate signatures, handed to its CFSSL client.
+    pub fn possible_duplicates_of(&self, issuer: &str) -> Counter {
+        let labels = IssuerLabels {
+            issuer: issuer.into(),
+        };
+        self.possible_duplicates.get_or_create(&labels).clone()
+    }
+
+    /// Removes every series labelled with `issuer` (`Issuer/ns/name` or `ClusterIssuer/name`):
+    /// it was deleted. Its certificates' expiry series stay while their requests do.
+    pub fn forget_issuer(&self, issuer: &str) {
+        let labels = IssuerLabels {
+            issuer: issuer.into(),
+        };
+        self.issuer_ready.remove(&labels);
+        self.issued.remove(&labels);
+        self.possible_duplicates.remove(&labels);
+        let calls = self.calls.lock().expect("metrics lock").remove(issuer);
+        for durations in calls.iter().flat_map(|c| &c.durations) {
+            self.cfssl_duration.remove(durations);
+        }
+        for errors in calls.iter().flat_map(|c| &c.errors) {
+            self.cfssl_errors.remove(errors);
+        }
     }
 
     /// The OpenMetrics text exposition.
@@ -191,5 +276,88 @@ mod tests {
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }
+    }
+
+    fn call(issuer: &str, label: &str, call: &'static str) -> CallLabels {
+        CallLabels {
+            issuer: issuer.into(),
+            label: label.into(),
+            call,
+        }
+    }
+
+    #[test]
+    fn a_deleted_issuer_takes_its_series_with_it() {
+        let m = Metrics::default();
+        for issuer in ["Issuer/ns/gone", "Issuer/ns/kept"] {
+            m.observe_call(call(issuer, "l1", "check"), 0.01, None);
+            m.observe_call(call(issuer, "l1", "sign"), 0.01, Some("retryable"));
+            // The label changed in the spec: the old series are the issuer's too.
+            m.observe_call(call(issuer, "l2", "sign"), 0.01, Some("issuer"));
+            let labels = IssuerLabels {
+                issuer: issuer.into(),
+            };
+            m.issuer_ready.get_or_create(&labels).set(1);
+            m.issued.get_or_create(&labels).inc();
+        }
+        let cert = CertificateLabels {
+            namespace: "ns".into(),
+            name: "web".into(),
+            issuer: "Issuer/ns/gone".into(),
+        };
+        m.certificate_expiry.get_or_create(&cert).set(1.8e9);
+        let series = |m: &Metrics, issuer: &str| {
+            let text = m.encode();
+            let needle = format!("issuer=\"{issuer}\"");
+            let count = |metric: &str| {
+                text.lines()
+                    .filter(|l| l.starts_with(metric) && l.contains(&needle))
+                    .count()
+            };
+            [
+                count("cfssl_issuer_cfssl_request_duration_seconds_count"),
+                count("cfssl_issuer_cfssl_request_errors_total"),
+                count("cfssl_issuer_issuer_ready"),
+                count("cfssl_issuer_certificates_issued_total"),
+            ]
+        };
+        assert_eq!(series(&m, "Issuer/ns/gone"), [3, 2, 1, 1]);
+        assert_eq!(series(&m, "Issuer/ns/kept"), [3, 2, 1, 1]);
+        m.forget_issuer("Issuer/ns/gone");
+
+        assert_eq!(series(&m, "Issuer/ns/gone"), [0, 0, 0, 0]);
+        assert_eq!(series(&m, "Issuer/ns/kept"), [3, 2, 1, 1]);
+        let text = m.encode();
+        let gone = text
+            .lines()
+            .filter(|l| l.contains("Issuer/ns/gone") && !l.starts_with("cfssl_issuer_certificate_expiration"))
+            .collect::<Vec<_>>();
+        assert!(gone.is_empty(), "series of the deleted issuer left: {gone:?}");
+        assert!(text.contains("issuer=\"Issuer/ns/kept\""), "{text}");
+        assert!(
+            m.certificate_expiry.get(&cert).is_some(),
+            "expiry series follow requests, not issuers"
+        );
+        assert!(m.calls.lock().unwrap().get("Issuer/ns/gone").is_none());
+        m.forget_issuer("Issuer/ns/never-seen");
+        assert_eq!(series(&m, "Issuer/ns/kept"), [3, 2, 1, 1]);
+    }
+
+    #[test]
+    fn a_relist_sweeps_issuers_whose_delete_was_missed() {
+        let m = Metrics::default();
+        for issuer in ["Issuer/a/live", "Issuer/a/gone", "ClusterIssuer/gone"] {
+            m.set_issuer_ready(issuer, true);
+        }
+        m.observe_call(call("Issuer/a/gone", "l", "check"), 0.1, None);
+        let live = HashSet::from(["Issuer/a/live".to_string()]);
+        m.retain_issuers("Issuer/", &live);
+        let text = m.encode();
+        assert!(text.contains("Issuer/a/live"), "{text}");
+        assert!(!text.contains("Issuer/a/gone"), "{text}");
+        assert!(
+            text.contains("ClusterIssuer/gone"),
+            "another kind's relist: {text}"
+        );
     }
 }

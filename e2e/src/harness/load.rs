@@ -260,3 +260,57 @@ pub async fn settled_rss_kib(manager: &Manager, min_wait: Duration) -> anyhow::R
 pub fn log_has_conflict(log: &str) -> bool {
     log.contains("Conflict") || log.contains("code: 409")
 }
+
+/// A CertificateRequest as cert-manager's own CA issuer leaves it once issued: an RSA-2048
+/// CSR, a two-certificate chain, the CA, cert-manager's annotations and conditions.
+pub fn foreign_request(namespace: &str) -> anyhow::Result<serde_json::Value> {
+    use base64::Engine;
+    let rsa = || rcgen::KeyPair::generate_for(&rcgen::PKCS_RSA_SHA256);
+    let key = rsa()?;
+    let mut params = rcgen::CertificateParams::new(vec!["app.example.com".to_string()])?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "app.example.com");
+    let csr = params.serialize_request(&key)?.pem()?;
+    let ca_key = rsa()?;
+    let ca = rcgen::CertificateParams::new(vec!["ca.example.com".to_string()])?.self_signed(&ca_key)?;
+    let leaf = params.self_signed(&key)?;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    Ok(serde_json::json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest",
+        "metadata": {
+            "namespace": namespace,
+            "annotations": {
+                "cert-manager.io/certificate-name": "app",
+                "cert-manager.io/certificate-revision": "1",
+                "cert-manager.io/private-key-secret-name": "app-xk2pq",
+            },
+            "labels": {"app.kubernetes.io/name": "app"},
+        },
+        "spec": {
+            "request": b64(&csr),
+            "issuerRef": {"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "ca"},
+            "duration": "2160h0m0s",
+            "usages": ["digital signature", "key encipherment"],
+        },
+        "status": {
+            "conditions": [
+                {"type": "Approved", "status": "True", "reason": "cert-manager.io",
+                 "message": "Certificate request has been approved by cert-manager.io",
+                 "lastTransitionTime": "2026-11-22T10:00:00Z"},
+                {"type": "Ready", "status": "True", "reason": "Issued",
+                 "message": "Certificate fetched from issuer successfully",
+                 "lastTransitionTime": "2026-11-22T10:00:01Z"},
+            ],
+            "certificate": b64(&(leaf.pem() + &ca.pem())),
+            "ca": b64(&ca.pem()),
+        },
+    }))
+}
+
+/// `template` named `{prefix}-{i:05}`.
+pub fn numbered(template: &serde_json::Value, prefix: &str, i: usize) -> serde_json::Value {
+    let mut object = template.clone();
+    object["metadata"]["name"] = format!("{prefix}-{i:05}").into();
+    object
+}

@@ -39,8 +39,10 @@ pub enum IssuerView {
 /// What the reconciler does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Nothing to write: terminal, waiting for approval, or marked invalid by someone else.
+    /// Nothing to write: terminal, or marked invalid by someone else.
     Leave,
+    /// Not approved yet: nothing to write; one Normal `WaitingForApproval` Event says so.
+    WaitForApproval,
     /// Denied by an approver: Ready=False/Denied with a failure time, once.
     Deny,
     /// Signed earlier but the Ready write was lost: write Issued, never sign again.
@@ -89,7 +91,7 @@ pub fn decide(
         return Step::Leave;
     }
     if approval_required && !request.approved {
-        return Step::Leave;
+        return Step::WaitForApproval;
     }
     if request.has_certificate {
         return Step::ConfirmIssued;
@@ -141,11 +143,15 @@ pub enum Outcome {
     },
 }
 
-/// Contract step 6: classifies a signing result. A retryable error past `max_retry` since the
-/// request was created becomes a failure, so cert-manager's own back-off takes over.
+/// Contract step 6: classifies a signing result. A retryable error `max_retry` or more after the
+/// request's first failed sign (`first_failure`; `None` when this is the first) becomes a
+/// failure, so cert-manager's own back-off takes over. The window starts at the first failure,
+/// not at creation: time spent waiting for approval or for the issuer does not count. The
+/// first failure is remembered in memory only (see `controllers::memory`): a restart restarts
+/// the window, which gives a request more time, never less.
 pub fn outcome(
     result: Result<Chain, &CfsslError>,
-    created: Timestamp,
+    first_failure: Option<Timestamp>,
     now: Timestamp,
     max_retry: Duration,
 ) -> Outcome {
@@ -159,18 +165,20 @@ pub fn outcome(
             message: format!("the issuer is misconfigured: {err}"),
             reason: crate::controllers::issuer::decide::reason_for(err),
         },
-        Class::Retryable if retried_too_long(created, now, max_retry) => Outcome::Failed(format!(
-            "gave up after retrying for {}: {err}",
-            humantime(max_retry)
-        )),
+        Class::Retryable if retried_too_long(first_failure.unwrap_or(now), now, max_retry) => {
+            Outcome::Failed(format!(
+                "gave up after retrying for {}: {err}",
+                humantime(max_retry)
+            ))
+        }
         Class::Retryable => Outcome::Retry(format!("signing failed, will retry: {err}")),
     }
 }
 
-fn retried_too_long(created: Timestamp, now: Timestamp, max_retry: Duration) -> bool {
+fn retried_too_long(since: Timestamp, now: Timestamp, max_retry: Duration) -> bool {
     let max = k8s_openapi::jiff::SignedDuration::try_from(max_retry)
         .unwrap_or(k8s_openapi::jiff::SignedDuration::MAX);
-    now.duration_since(created) >= max
+    now.duration_since(since) >= max
 }
 
 fn humantime(d: Duration) -> String {
@@ -262,6 +270,20 @@ mod tests {
             (
                 "unapproved waits without a write",
                 request(None, false, false),
+                IssuerView::Ready,
+                true,
+                Box::new(|s| *s == Step::WaitForApproval),
+            ),
+            (
+                "unapproved with the issuer missing still waits for approval first",
+                request(None, false, false),
+                IssuerView::Missing,
+                true,
+                Box::new(|s| *s == Step::WaitForApproval),
+            ),
+            (
+                "unapproved but terminal is left alone",
+                request(Some(("False", "Failed")), false, false),
                 IssuerView::Ready,
                 true,
                 Box::new(|s| *s == Step::Leave),
@@ -416,13 +438,76 @@ mod tests {
             ),
         ];
         for (row, result, now, want) in cases {
-            let got = outcome(result, created, now, max);
+            let got = outcome(result, Some(created), now, max);
             assert!(want(&got), "{row}: got {got:?}");
         }
         let bad_csr = CfsslError::Csr(CsrError::NotPem("x".into()));
         assert!(
-            matches!(outcome(Err(&bad_csr), created, soon, max), Outcome::Failed(_)),
+            matches!(
+                outcome(Err(&bad_csr), Some(created), soon, max),
+                Outcome::Failed(_)
+            ),
             "garbage CSR is permanent"
         );
+    }
+
+    #[test]
+    fn retry_window_starts_at_the_first_failed_sign() {
+        let at = |s: &str| -> Timestamp { s.parse().unwrap() };
+        let down = CfsslError::Unreachable {
+            call: Call::AuthSign,
+            url: "http://ca".into(),
+            label: "l".into(),
+            detail: "connection refused".into(),
+        };
+        let retry = Outcome::Retry(format!("signing failed, will retry: {down}"));
+        let give_up = Outcome::Failed(format!("gave up after retrying for 5m: {down}"));
+        let max = Duration::from_secs(300);
+        // (row, first failure, now, want). The request was created at 09:00 and approved at 10:00.
+        let cases = [
+            (
+                "first failure, an hour after creation",
+                None,
+                "2026-01-01T10:00:00Z",
+                &retry,
+            ),
+            (
+                "4m59s into the window",
+                Some("2026-01-01T10:00:00Z"),
+                "2026-01-01T10:04:59Z",
+                &retry,
+            ),
+            (
+                "window ends at exactly 5m",
+                Some("2026-01-01T10:00:00Z"),
+                "2026-01-01T10:05:00Z",
+                &give_up,
+            ),
+            (
+                "long after",
+                Some("2026-01-01T10:00:00Z"),
+                "2026-01-01T11:00:00Z",
+                &give_up,
+            ),
+            (
+                "a later first failure moves the end",
+                Some("2026-01-01T10:30:00Z"),
+                "2026-01-01T10:34:00Z",
+                &retry,
+            ),
+        ];
+        for (row, first, now, want) in cases {
+            let got = outcome(Err(&down), first.map(at), at(now), max);
+            assert_eq!(&got, want, "{row}");
+        }
+        assert_eq!(
+            outcome(Err(&down), None, at("2026-01-01T10:00:00Z"), Duration::ZERO),
+            give_up_after(&down, "0s"),
+            "no window at all fails at the first failure"
+        );
+    }
+
+    fn give_up_after(err: &CfsslError, window: &str) -> Outcome {
+        Outcome::Failed(format!("gave up after retrying for {window}: {err}"))
     }
 }

@@ -1,0 +1,141 @@
+//! What the request controller remembers of a request between reconciles, by UID.
+//!
+//! Entries go when the request settles (signed, failed for good, approved) or is deleted (see
+//! [`super::watches`]), so the maps hold at most the requests in flight. Nothing here survives a
+//! restart, on purpose and conservatively: after one, the retry window of a failing request
+//! starts again at its next failure (more time to recover, never less), and a request still
+//! waiting for approval gets its `WaitingForApproval` Event once more.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+
+use k8s_openapi::jiff::Timestamp;
+
+#[derive(Debug, Default)]
+pub struct RequestMemory {
+    /// When signing first failed with a retryable error: the start of the retry window.
+    first_failure: Mutex<HashMap<String, Timestamp>>,
+    /// Requests whose wait for approval has been announced with an Event.
+    announced: Mutex<HashSet<String>>,
+}
+
+impl RequestMemory {
+    /// When signing `uid` first failed with a retryable error, if it has since it last settled.
+    pub fn first_failure(&self, uid: &str) -> Option<Timestamp> {
+        self.first_failure.lock().expect("memory lock").get(uid).copied()
+    }
+
+    /// Records a retryable failure at `now`; an earlier one stays the start of the window.
+    pub fn failed(&self, uid: &str, now: Timestamp) {
+        self.first_failure
+            .lock()
+            .expect("memory lock")
+            .entry(uid.to_string())
+            .or_insert(now);
+    }
+
+    /// `uid` was signed or failed for good: its retry window closes.
+    pub fn settled(&self, uid: &str) {
+        self.first_failure.lock().expect("memory lock").remove(uid);
+    }
+
+    /// True the first time it is asked for `uid` (until `uid` stops waiting or is forgotten):
+    /// whether its wait for approval still needs its Event.
+    pub fn announce_waiting(&self, uid: &str) -> bool {
+        self.announced
+            .lock()
+            .expect("memory lock")
+            .insert(uid.to_string())
+    }
+
+    /// `uid` no longer waits for approval (approved, denied, or settled).
+    pub fn stopped_waiting(&self, uid: &str) {
+        self.announced.lock().expect("memory lock").remove(uid);
+    }
+
+    /// Forgets `uid` entirely: the request was deleted.
+    pub fn forget(&self, uid: &str) {
+        self.settled(uid);
+        self.stopped_waiting(uid);
+    }
+
+    /// Keeps only the requests in `live`: deletes missed while the watch was down.
+    pub fn retain(&self, live: &HashSet<String>) {
+        self.first_failure
+            .lock()
+            .expect("memory lock")
+            .retain(|uid, _| live.contains(uid));
+        self.announced
+            .lock()
+            .expect("memory lock")
+            .retain(|uid| live.contains(uid));
+    }
+
+    /// Entries held, for tests and bounds checks.
+    pub fn len(&self) -> usize {
+        self.first_failure.lock().expect("memory lock").len()
+            + self.announced.lock().expect("memory lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn the_window_starts_at_the_first_failure_and_closes_when_settled() {
+        let m = RequestMemory::default();
+        assert_eq!(m.first_failure("a"), None);
+        m.failed("a", at("2026-01-01T01:00:00Z"));
+        m.failed("a", at("2026-01-01T01:02:00Z"));
+        assert_eq!(m.first_failure("a"), Some(at("2026-01-01T01:00:00Z")));
+        assert_eq!(m.first_failure("b"), None, "per request");
+        m.settled("a");
+        assert_eq!(m.first_failure("a"), None);
+        m.failed("a", at("2026-01-01T02:00:00Z"));
+        assert_eq!(
+            m.first_failure("a"),
+            Some(at("2026-01-01T02:00:00Z")),
+            "a new window"
+        );
+    }
+
+    #[test]
+    fn waiting_is_announced_once() {
+        let m = RequestMemory::default();
+        assert_eq!(
+            [
+                m.announce_waiting("a"),
+                m.announce_waiting("a"),
+                m.announce_waiting("b")
+            ],
+            [true, false, true]
+        );
+        m.stopped_waiting("a");
+        assert!(
+            m.announce_waiting("a"),
+            "announced again only after it stopped waiting"
+        );
+    }
+
+    #[test]
+    fn forgetting_a_deleted_request_leaves_nothing() {
+        let m = RequestMemory::default();
+        m.failed("a", at("2026-01-01T01:00:00Z"));
+        m.announce_waiting("a");
+        m.announce_waiting("b");
+        assert_eq!(m.len(), 3);
+        m.forget("a");
+        assert_eq!(m.len(), 1);
+        m.forget("b");
+        assert!(m.is_empty());
+    }
+}
