@@ -404,7 +404,8 @@ mod tests {
         let saved_7 = saved(Some("7"));
         let saved_unknown = saved(None);
         // (row, entry, observed resourceVersion, observed has certificate, want)
-        let cases: Vec<(&str, Option<&Signing>, Option<&str>, bool, (Held, bool))> = vec![
+        type Row<'a> = (&'a str, Option<&'a Signing>, Option<&'a str>, bool, (Held, bool));
+        let cases: Vec<Row> = vec![
             ("nothing held", None, Some("5"), false, (Held::Nothing, false)),
             (
                 "in flight stays",
