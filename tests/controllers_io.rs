@@ -457,3 +457,26 @@ async fn a_request_with_a_certificate_never_gets_a_status_without_it() {
     bounded(task).await.unwrap().unwrap();
     assert_eq!(ca.issued_count(), Some(0));
 }
+
+#[tokio::test]
+async fn a_second_reconcile_while_the_sign_is_in_flight_sends_nothing() {
+    let (ca, ctx, mut api, _issuers, cr) = signing_setup().await;
+    let first = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    // The first sign is under way (reading its credentials); the request comes round again.
+    let (method, uri, _, send_secret) = next(&mut api).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/apps/secrets/creds")
+    );
+    let second = bounded(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone())).await;
+    assert_eq!(second.unwrap(), kube::runtime::controller::Action::await_change());
+    no_more_requests(&mut api).await;
+
+    answer(send_secret, StatusCode::OK, &secret(support::KEY_HEX, "1"));
+    let (_, _, applied, send) = next(&mut api).await;
+    assert_eq!(applied["status"]["conditions"][0]["reason"], "Issued");
+    answer(send, StatusCode::OK, &after_apply(&cr, &applied, "6"));
+    expect_event(&mut api, "apps", "Issued").await;
+    bounded(first).await.unwrap().unwrap();
+    assert_eq!(ca.issued_count(), Some(1));
+}
