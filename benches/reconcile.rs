@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
+use cfssl_issuer::controllers::certificaterequest::decide::Signing;
 use cfssl_issuer::controllers::{Config, Context, certificaterequest};
 use cfssl_issuer::pki::Chain;
 use http::{Request, Response};
@@ -124,7 +125,7 @@ fn main() {
         {
             let mut unsaved = ctx.unsaved.lock().unwrap();
             for i in 0..n {
-                unsaved.insert(format!("uid-{i}"), chain.clone());
+                unsaved.insert(format!("uid-{i}"), Signing::Unsaved(chain.clone()));
             }
         }
 
@@ -136,7 +137,11 @@ fn main() {
         }
         let elapsed = start.elapsed();
         assert!(
-            ctx.unsaved.lock().unwrap().is_empty(),
+            ctx.unsaved
+                .lock()
+                .unwrap()
+                .values()
+                .all(|s| matches!(s, Signing::Saved { .. })),
             "every request was written"
         );
         let per_second = n as f64 / elapsed.as_secs_f64();

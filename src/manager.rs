@@ -258,10 +258,11 @@ where
     F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
     Fut: Future<Output = Result<(), controllers::RunError>>,
 {
-    let identity = std::env::var("POD_NAME")
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "cfssl-issuer".into());
-    let identity = format!("{identity}_{}", std::process::id());
+    let identity = lease_identity(
+        std::env::var("POD_NAME").ok().as_deref(),
+        std::env::var("HOSTNAME").ok().as_deref(),
+        &random_suffix(),
+    );
     let duration = lease.duration.as_secs().max(2);
     let manager = match kube_lease_manager::LeaseManagerBuilder::new(client, &lease.name)
         .with_namespace(&lease.namespace)
@@ -328,6 +329,29 @@ where
     finish(result)
 }
 
+/// Pure: this replica's Lease holder identity, the pod name (else the host name) and a random
+/// suffix, unique per process as kube-lease-manager requires: a restarted container or a
+/// second replica on the same host never passes for the holder of the Lease.
+pub fn lease_identity(pod_name: Option<&str>, hostname: Option<&str>, suffix: &str) -> String {
+    let base = [pod_name, hostname]
+        .into_iter()
+        .flatten()
+        .map(str::trim)
+        .find(|name| !name.is_empty())
+        .unwrap_or("cfssl-issuer");
+    format!("{base}_{suffix}")
+}
+
+/// Eight random bytes in hex, from the one crypto provider.
+fn random_suffix() -> String {
+    let mut bytes = [0u8; 8];
+    rustls::crypto::aws_lc_rs::default_provider()
+        .secure_random
+        .fill(&mut bytes)
+        .expect("the system's random source");
+    hex::encode(bytes)
+}
+
 /// SIGTERM (Kubernetes) or SIGINT (a terminal).
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -359,6 +383,27 @@ mod tests {
                 Err(()) => assert!(got.unwrap_err().contains("--cluster-resource-namespace")),
             }
         }
+    }
+
+    #[test]
+    fn lease_identity_table() {
+        let cases = [
+            (
+                Some("issuer-7d9f-abcde"),
+                Some("host"),
+                "00ff",
+                "issuer-7d9f-abcde_00ff",
+            ),
+            (None, Some("host"), "00ff", "host_00ff"),
+            (Some(" "), Some("host"), "00ff", "host_00ff"),
+            (None, None, "00ff", "cfssl-issuer_00ff"),
+        ];
+        for (pod, host, suffix, want) in cases {
+            assert_eq!(lease_identity(pod, host, suffix), want);
+        }
+        let (a, b) = (random_suffix(), random_suffix());
+        assert_eq!(a.len(), 16, "{a}");
+        assert_ne!(a, b, "two processes in one pod get different identities");
     }
 
     #[test]

@@ -380,3 +380,239 @@ async fn a_condition_without_observed_generation_is_current_only_where_the_schem
     })
     .await;
 }
+
+// Signing exactly once: the cache the controller reconciles from can lag behind our own writes.
+
+const WEB_PATH: &str = "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests/web";
+
+/// A context whose Issuer cache the test can change, as the reflector does.
+fn context_with_issuer_cache(
+    issuer: cfssl_issuer::api::Issuer,
+) -> (
+    Arc<cfssl_issuer::controllers::Context>,
+    ApiHandle,
+    kube::runtime::reflector::store::Writer<cfssl_issuer::api::Issuer>,
+) {
+    let (service, handle) = tower_test::mock::pair();
+    let (reader, mut writer) = kube::runtime::reflector::store();
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(issuer));
+    let (ctx, _) = cfssl_issuer::controllers::Context::new(
+        kube::Client::new(service, "default"),
+        cfssl_issuer::controllers::Config::new(CLUSTER_NS),
+        clock(),
+        reader,
+        store(vec![]),
+        Arc::new(cfssl_issuer::telemetry::Metrics::default()),
+    );
+    (Arc::new(ctx), handle, writer)
+}
+
+fn not_ready(mut issuer: cfssl_issuer::api::Issuer) -> cfssl_issuer::api::Issuer {
+    issuer.status = serde_json::from_value(json!({"conditions": [{
+        "type": "Ready", "status": "False", "reason": "CAUnreachable", "message": "down",
+        "lastTransitionTime": "2026-11-22T09:30:00Z",
+        "observedGeneration": issuer.metadata.generation,
+    }]}))
+    .unwrap();
+    issuer
+}
+
+/// `cr` as the API server returns it after `applied` (the status body of our apply).
+fn after_apply(
+    cr: &cfssl_issuer::api::certmanager::CertificateRequest,
+    applied: &serde_json::Value,
+    version: &str,
+) -> serde_json::Value {
+    let mut echo = serde_json::to_value(cr).unwrap();
+    echo["metadata"]["resourceVersion"] = version.into();
+    let mut conditions = cr
+        .status
+        .as_ref()
+        .map(|s| serde_json::to_value(&s.conditions).unwrap())
+        .unwrap_or(json!([]));
+    conditions.as_array_mut().unwrap().extend(
+        applied["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .cloned(),
+    );
+    echo["status"] = applied["status"].clone();
+    echo["status"]["conditions"] = conditions;
+    echo
+}
+
+async fn signing_setup() -> (
+    support::Ca,
+    Arc<cfssl_issuer::controllers::Context>,
+    ApiHandle,
+    kube::runtime::reflector::store::Writer<cfssl_issuer::api::Issuer>,
+    cfssl_issuer::api::certmanager::CertificateRequest,
+) {
+    let ca = support::Ca::start(support::Backend::SimpleCfssl, false).await;
+    let (ctx, api, writer) = context_with_issuer_cache(checked(issuer("apps", "ca", &ca.url)));
+    let (csr_pem, _) = support::csr("web.apps.example.org");
+    let mut cr = with_csr(
+        request(
+            "web",
+            GROUP,
+            "Issuer",
+            json!([{"type": "Approved", "status": "True", "reason": "cert-manager.io"}]),
+        ),
+        &csr_pem,
+    );
+    cr.metadata.resource_version = Some("5".into());
+    (ca, ctx, api, writer, cr)
+}
+
+#[tokio::test]
+async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certificate() {
+    let (ca, ctx, mut api, mut issuers, stale) = signing_setup().await;
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(stale.clone()),
+        ctx.clone(),
+    ));
+    expect_secret_read(&mut api, "apps", &secret(support::KEY_HEX, "1")).await;
+    let (_, uri, applied, send) = next(&mut api).await;
+    assert!(uri.starts_with(&format!("{WEB_PATH}/status?")), "{uri}");
+    assert_eq!(applied["status"]["conditions"][0]["reason"], "Issued");
+    answer(send, StatusCode::OK, &after_apply(&stale, &applied, "6"));
+    expect_event(&mut api, "apps", "Issued").await;
+    bounded(task).await.unwrap().unwrap();
+    assert_eq!(ca.issued_count(), Some(1));
+
+    // The issuer's status churns; the request cache still shows the request before our write.
+    let replay = bounded(certificaterequest::reconcile(
+        Arc::new(stale.clone()),
+        ctx.clone(),
+    ))
+    .await;
+    assert_eq!(replay.unwrap(), kube::runtime::controller::Action::await_change());
+    no_more_requests(&mut api).await;
+    assert_eq!(ca.issued_count(), Some(1), "signed twice");
+
+    // Now the cached issuer is not Ready either: a Pending apply would remove the certificate.
+    issuers.apply_watcher_event(&kube::runtime::watcher::Event::Apply(not_ready(checked(issuer(
+        "apps", "ca", &ca.url,
+    )))));
+    bounded(certificaterequest::reconcile(
+        Arc::new(stale.clone()),
+        ctx.clone(),
+    ))
+    .await
+    .unwrap();
+    no_more_requests(&mut api).await;
+
+    // The cache catches up: the request is Issued, nothing is written, nothing is kept.
+    let fresh: cfssl_issuer::api::certmanager::CertificateRequest =
+        serde_json::from_value(after_apply(&stale, &applied, "6")).unwrap();
+    bounded(certificaterequest::reconcile(Arc::new(fresh), ctx.clone()))
+        .await
+        .unwrap();
+    no_more_requests(&mut api).await;
+    assert!(
+        ctx.unsaved.lock().unwrap().is_empty(),
+        "the kept chain is dropped once seen"
+    );
+    assert_eq!(ca.issued_count(), Some(1));
+}
+
+#[tokio::test]
+async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_is_not_ready() {
+    let (ca, ctx, mut api, mut issuers, stale) = signing_setup().await;
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(stale.clone()),
+        ctx.clone(),
+    ));
+    expect_secret_read(&mut api, "apps", &secret(support::KEY_HEX, "1")).await;
+    let (_, _, first, send) = next(&mut api).await;
+    answer(
+        send,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "InternalError", "code": 500}),
+    );
+    assert!(
+        bounded(task).await.unwrap().is_err(),
+        "a failed write is an error, retried"
+    );
+    assert_eq!(ca.issued_count(), Some(1));
+
+    issuers.apply_watcher_event(&kube::runtime::watcher::Event::Apply(not_ready(checked(issuer(
+        "apps", "ca", &ca.url,
+    )))));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(stale.clone()),
+        ctx.clone(),
+    ));
+    let (_, uri, again, send) = next(&mut api).await;
+    assert!(
+        uri.starts_with(&format!("{WEB_PATH}/status?")),
+        "no Secret read, no sign: {uri}"
+    );
+    assert_eq!(again["status"]["conditions"][0]["reason"], "Issued");
+    assert_eq!(
+        again["status"]["certificate"], first["status"]["certificate"],
+        "the kept chain"
+    );
+    answer(send, StatusCode::OK, &after_apply(&stale, &again, "6"));
+    expect_event(&mut api, "apps", "Issued").await;
+    bounded(task).await.unwrap().unwrap();
+
+    // A replay from the still-stale cache writes nothing more.
+    bounded(certificaterequest::reconcile(Arc::new(stale), ctx.clone()))
+        .await
+        .unwrap();
+    no_more_requests(&mut api).await;
+    assert_eq!(ca.issued_count(), Some(1), "signed twice");
+}
+
+#[tokio::test]
+async fn a_request_with_a_certificate_never_gets_a_status_without_it() {
+    // Ready lost (e.g. an older manager cleared it), certificate kept, issuer not Ready, and
+    // denied since: the certificate is confirmed, never replaced by Pending or Denied.
+    let ca = support::Ca::start(support::Backend::SimpleCfssl, false).await;
+    let (ctx, mut api, _issuers) =
+        context_with_issuer_cache(not_ready(checked(issuer("apps", "ca", &ca.url))));
+    let mut cr = request(
+        "web",
+        GROUP,
+        "Issuer",
+        json!([{"type": "Denied", "status": "True", "reason": "Policy", "message": "no"}]),
+    );
+    cr.status.as_mut().unwrap().certificate =
+        Some(k8s_openapi::ByteString(b"-----BEGIN CERTIFICATE-----\n".to_vec()));
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let (_, _, body, send) = next(&mut api).await;
+    assert_eq!(body["status"]["conditions"][0]["reason"], "Issued", "{body}");
+    assert_eq!(
+        body["status"]["certificate"],
+        "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
+    );
+    answer(send, StatusCode::OK, &serde_json::to_value(&cr).unwrap());
+    expect_event(&mut api, "apps", "Issued").await;
+    bounded(task).await.unwrap().unwrap();
+    assert_eq!(ca.issued_count(), Some(0));
+}
+
+#[tokio::test]
+async fn a_second_reconcile_while_the_sign_is_in_flight_sends_nothing() {
+    let (ca, ctx, mut api, _issuers, cr) = signing_setup().await;
+    let first = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    // The first sign is under way (reading its credentials); the request comes round again.
+    let (method, uri, _, send_secret) = next(&mut api).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/apps/secrets/creds")
+    );
+    let second = bounded(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone())).await;
+    assert_eq!(second.unwrap(), kube::runtime::controller::Action::await_change());
+    no_more_requests(&mut api).await;
+
+    answer(send_secret, StatusCode::OK, &secret(support::KEY_HEX, "1"));
+    let (_, _, applied, send) = next(&mut api).await;
+    assert_eq!(applied["status"]["conditions"][0]["reason"], "Issued");
+    answer(send, StatusCode::OK, &after_apply(&cr, &applied, "6"));
+    expect_event(&mut api, "apps", "Issued").await;
+    bounded(first).await.unwrap().unwrap();
+    assert_eq!(ca.issued_count(), Some(1));
+}

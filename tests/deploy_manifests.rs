@@ -202,6 +202,27 @@ fn assert_hardened(deploy: &Value, leader_election: bool) {
         assert!(c["resources"].pointer(path).is_some(), "resources{path} is set");
     }
     assert_probes_and_args(c, leader_election);
+    assert_outlasts_a_sign(deploy);
+}
+
+/// On SIGTERM a sign in flight finishes and its status is saved before the kubelet kills the
+/// pod: the grace period covers the CA timeout and a status write after it.
+fn assert_outlasts_a_sign(deploy: &Value) {
+    let pod = &deploy["spec"]["template"]["spec"];
+    let args = strings(&pod["containers"][0]["args"]);
+    let timeout = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--cfssl-timeout="))
+        .map(|t| cfssl_issuer::manager::parse_duration(t).expect("--cfssl-timeout parses"))
+        .unwrap_or(cfssl_issuer::cfssl::ClientConfig::DEFAULT_TIMEOUT);
+    let grace = pod["terminationGracePeriodSeconds"]
+        .as_u64()
+        .expect("terminationGracePeriodSeconds is set (the default 30 s equals the CA timeout)");
+    let save = 10;
+    assert!(
+        grace >= timeout.as_secs() + save,
+        "terminationGracePeriodSeconds {grace} must exceed the CA timeout {timeout:?} by {save} s"
+    );
 }
 
 /// What the restricted Pod Security Standard asks, and the image's nonroot user.

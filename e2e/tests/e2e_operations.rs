@@ -66,7 +66,7 @@ impl Env {
         ManagerOptions::new(&self.cluster.kubeconfig, &self.system)
     }
 
-    /// A manager that competes for the Lease as `name` (its identity is `name_<pid>`).
+    /// A manager that competes for the Lease as `name` (its identity is `name_<random>`).
     fn candidate(&self, name: &str) -> ManagerOptions {
         self.options()
             .arg("--enable-leader-election")
@@ -141,11 +141,11 @@ impl Env {
             .holder_identity
     }
 
-    /// Waits until the manager with process id `pid` holds the Lease.
-    async fn wait_holder(&self, pid: u32, timeout: Duration) -> anyhow::Result<String> {
-        let suffix = format!("_{pid}");
-        eventually(timeout, &format!("the Lease held by pid {pid}"), || async {
-            self.holder().await.filter(|h| h.ends_with(&suffix))
+    /// Waits until the candidate started as `name` holds the Lease.
+    async fn wait_holder(&self, name: &str, timeout: Duration) -> anyhow::Result<String> {
+        let prefix = format!("{name}_");
+        eventually(timeout, &format!("the Lease held by {name}"), || async {
+            self.holder().await.filter(|h| h.starts_with(&prefix))
         })
         .await
     }
@@ -339,12 +339,10 @@ async fn leader_election_failover_on_kill() -> anyhow::Result<()> {
         return Ok(());
     };
     let mut first = Manager::start(env.candidate("manager-a")).await?;
-    let first_pid = first.pid().expect("running");
     // The first candidate finds the Lease free and takes it.
-    let holder = env.wait_holder(first_pid, Duration::from_secs(20)).await?;
+    let holder = env.wait_holder("manager-a", Duration::from_secs(20)).await?;
     assert!(holder.starts_with("manager-a_"), "holder {holder}");
     let second = Manager::start(env.candidate("manager-b")).await?;
-    let second_pid = second.pid().expect("running");
 
     env.create_issuer().await?;
     env.wait_issuer_checked().await?;
@@ -367,7 +365,7 @@ async fn leader_election_failover_on_kill() -> anyhow::Result<()> {
     let killed = tokio::time::Instant::now();
     let margin = Duration::from_secs(6);
     let new_holder = env
-        .wait_holder(second_pid, Duration::from_secs(LEASE_SECONDS) + margin)
+        .wait_holder("manager-b", Duration::from_secs(LEASE_SECONDS) + margin)
         .await?;
     eprintln!(
         "takeover after kill -9: {:?} (lease {LEASE_SECONDS}s)",
@@ -442,11 +440,8 @@ async fn standby_writes_nothing_while_another_holds_the_lease() -> anyhow::Resul
 
     // The other replica goes away without releasing: the Lease lapses and the standby leads.
     renewer.abort();
-    env.wait_holder(
-        standby.pid().expect("running"),
-        Duration::from_secs(LEASE_SECONDS + 6),
-    )
-    .await?;
+    env.wait_holder("standby", Duration::from_secs(LEASE_SECONDS + 6))
+        .await?;
     env.wait_issuer_checked().await?;
     env.wait_issued("waits-for-a-leader").await?;
     assert_eq!(env.ca.issued_count(), Some(1));
@@ -461,8 +456,7 @@ async fn sigterm_finishes_in_flight_and_releases_the_lease() -> anyhow::Result<(
         return Ok(());
     };
     let mut first = Manager::start(env.candidate("manager-a")).await?;
-    env.wait_holder(first.pid().expect("running"), Duration::from_secs(20))
-        .await?;
+    env.wait_holder("manager-a", Duration::from_secs(20)).await?;
     env.create_issuer().await?;
     env.wait_issuer_checked().await?;
 
@@ -494,9 +488,9 @@ async fn sigterm_finishes_in_flight_and_releases_the_lease() -> anyhow::Result<(
     assert_eq!(spec.lease_duration_seconds, None);
 
     // A free Lease is taken without waiting for any expiry.
-    let second = Manager::start(env.candidate("manager-b")).await?;
+    let _second = Manager::start(env.candidate("manager-b")).await?;
     let waiting = tokio::time::Instant::now();
-    env.wait_holder(second.pid().expect("running"), Duration::from_secs(LEASE_SECONDS))
+    env.wait_holder("manager-b", Duration::from_secs(LEASE_SECONDS))
         .await?;
     eprintln!("successor leads after {:?}", waiting.elapsed());
     for name in &names {

@@ -13,7 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Api, Resource, ResourceExt};
 
-use self::decide::{IssuerView, Outcome, RequestView, Step};
+use self::decide::{Held, IssuerView, Outcome, RequestView, Signing, Step};
 use super::issuer::{self, truncate};
 use super::{Context, Error, FIELD_MANAGER, Recheck};
 use crate::api::certmanager::{self, CertificateRequest};
@@ -87,6 +87,8 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
     };
     let request = request_view(&cr);
     let issuer = issuer_view(&cr, kind.clone(), &ctx);
+    let uid = request_key(&cr);
+    let held = held(&ctx, &uid, &cr, request.has_certificate);
     let step = decide::decide(
         &request,
         &issuer,
@@ -94,6 +96,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
         kind.clone().unwrap_or(IssuerKind::Issuer),
         ctx.config.approval_required,
     );
+    let step = decide::guard(step, request.has_certificate, held);
     announce_waiting(&cr, &ctx, &step).await;
     match step {
         Step::Leave | Step::WaitForApproval => Ok(Action::await_change()),
@@ -119,12 +122,11 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<Context>) -> Result
             Ok(Action::await_change())
         }
         Step::ConfirmIssued => {
-            let status = cr.status.as_ref().expect("has a certificate");
-            let chain = Chain {
-                certificates: pem_text(status.certificate.as_ref()),
-                ca: Some(pem_text(status.ca.as_ref())).filter(|c| !c.is_empty()),
-            };
-            write(&cr, &ctx, Write::issued(chain), Notice::normal("Issued")).await?;
+            let chain = unsaved_chain(&ctx, &uid).unwrap_or_else(|| observed_chain(&cr));
+            let version = write(&cr, &ctx, Write::issued(chain), Notice::normal("Issued")).await?;
+            if held == Held::Unsaved {
+                saved(&ctx, &uid, version);
+            }
             Ok(Action::await_change())
         }
         Step::WaitForIssuer { event, message } => {
@@ -150,32 +152,28 @@ pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<Context>)
 
 async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &Context) -> Result<Action, Error> {
     let uid = request_key(cr);
-    let unsaved = ctx.unsaved.lock().expect("unsaved lock").get(&uid).cloned();
-    let outcome = match unsaved {
-        // Signed before, but the write did not land: never ask the CA twice.
-        Some(chain) => Outcome::Issued(chain),
-        None => match kind {
-            IssuerKind::Issuer => {
-                let ns = cr.namespace().unwrap_or_default();
-                let found = ctx
-                    .issuers
-                    .get(&ObjectRef::new(&cr.spec.issuer_ref.name).within(&ns));
-                sign_with(cr, found.as_deref(), ctx).await
-            }
-            IssuerKind::ClusterIssuer => {
-                let found = ctx.cluster_issuers.get(&ObjectRef::new(&cr.spec.issuer_ref.name));
-                sign_with(cr, found.as_deref(), ctx).await
-            }
-        },
+    // Never two signs of one request at once (the guard already keeps signed ones out).
+    let Some(flight) = Flight::begin(ctx, &uid) else {
+        return Ok(Action::await_change());
+    };
+    let outcome = match kind {
+        IssuerKind::Issuer => {
+            let ns = cr.namespace().unwrap_or_default();
+            let found = ctx
+                .issuers
+                .get(&ObjectRef::new(&cr.spec.issuer_ref.name).within(&ns));
+            sign_with(cr, found.as_deref(), ctx).await
+        }
+        IssuerKind::ClusterIssuer => {
+            let found = ctx.cluster_issuers.get(&ObjectRef::new(&cr.spec.issuer_ref.name));
+            sign_with(cr, found.as_deref(), ctx).await
+        }
     };
     match outcome {
         Outcome::Issued(chain) => {
-            ctx.unsaved
-                .lock()
-                .expect("unsaved lock")
-                .insert(uid.clone(), chain.clone());
-            write(cr, ctx, Write::issued(chain), Notice::normal("Issued")).await?;
-            ctx.unsaved.lock().expect("unsaved lock").remove(&uid);
+            flight.signed(chain.clone());
+            let version = write(cr, ctx, Write::issued(chain), Notice::normal("Issued")).await?;
+            saved(ctx, &uid, version);
             ctx.request_backoff.reset(&uid);
             ctx.request_memory.settled(&uid);
             Ok(Action::await_change())
@@ -214,6 +212,82 @@ async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &Context) -> Resul
             // Re-check the issuer now; when it is Ready again its watch brings us back.
             // Until then, keep a slow retry in case the issuer never changes.
             Ok(Action::requeue(ctx.request_backoff.next(uid)))
+        }
+    }
+}
+
+/// Observe: what this process holds for the request; forgets it once the cache shows the write.
+fn held(ctx: &Context, uid: &str, cr: &CertificateRequest, has_certificate: bool) -> Held {
+    let mut signing = ctx.unsaved.lock().expect("unsaved lock");
+    let (held, forget) = decide::hold(
+        signing.get(uid),
+        cr.metadata.resource_version.as_deref(),
+        has_certificate,
+    );
+    if forget {
+        signing.remove(uid);
+    }
+    held
+}
+
+fn unsaved_chain(ctx: &Context, uid: &str) -> Option<Chain> {
+    match ctx.unsaved.lock().expect("unsaved lock").get(uid) {
+        Some(Signing::Unsaved(chain)) => Some(chain.clone()),
+        _ => None,
+    }
+}
+
+/// The Issued write landed as `resource_version`: hold that until the cache shows it.
+fn saved(ctx: &Context, uid: &str, resource_version: Option<String>) {
+    ctx.unsaved
+        .lock()
+        .expect("unsaved lock")
+        .insert(uid.to_string(), Signing::Saved { resource_version });
+}
+
+fn observed_chain(cr: &CertificateRequest) -> Chain {
+    let status = cr.status.as_ref();
+    Chain {
+        certificates: pem_text(status.and_then(|s| s.certificate.as_ref())),
+        ca: Some(pem_text(status.and_then(|s| s.ca.as_ref()))).filter(|c| !c.is_empty()),
+    }
+}
+
+/// A sign in flight for one request. Dropped before [`Flight::signed`], it frees the request
+/// for the next attempt; after, the chain stays until the cache shows the write.
+struct Flight<'a> {
+    ctx: &'a Context,
+    uid: String,
+}
+
+impl<'a> Flight<'a> {
+    fn begin(ctx: &'a Context, uid: &str) -> Option<Self> {
+        let mut signing = ctx.unsaved.lock().expect("unsaved lock");
+        if signing.contains_key(uid) {
+            return None;
+        }
+        signing.insert(uid.to_string(), Signing::InFlight);
+        Some(Flight {
+            ctx,
+            uid: uid.to_string(),
+        })
+    }
+
+    fn signed(&self, chain: Chain) {
+        self.ctx
+            .unsaved
+            .lock()
+            .expect("unsaved lock")
+            .insert(self.uid.clone(), Signing::Unsaved(chain));
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut signing) = self.ctx.unsaved.lock()
+            && signing.get(&self.uid) == Some(&Signing::InFlight)
+        {
+            signing.remove(&self.uid);
         }
     }
 }
@@ -439,23 +513,30 @@ impl Notice {
     }
 }
 
-/// Act: apply the status (when it changes) and publish the Event.
-async fn write(cr: &CertificateRequest, ctx: &Context, write: Write, notice: Notice) -> Result<(), Error> {
+/// Act: apply the status (when it changes) and publish the Event. Returns the
+/// resourceVersion the write produced, if it wrote.
+async fn write(
+    cr: &CertificateRequest,
+    ctx: &Context,
+    write: Write,
+    notice: Notice,
+) -> Result<Option<String>, Error> {
     let Some(patch) = status_patch(cr, &write, ctx.now()) else {
-        return Ok(());
+        return Ok(None);
     };
     let ns = cr.namespace().unwrap_or_default();
     let api: Api<CertificateRequest> = Api::namespaced(ctx.client.clone(), &ns);
-    api.patch_status(
-        &cr.name_any(),
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(|source| Error::WriteStatus {
-        object: format!("CertificateRequest {ns}/{}", cr.name_any()),
-        source,
-    })?;
+    let patched = api
+        .patch_status(
+            &cr.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(|source| Error::WriteStatus {
+            object: format!("CertificateRequest {ns}/{}", cr.name_any()),
+            source,
+        })?;
     let event = Event {
         type_: notice.type_,
         reason: notice.reason.into(),
@@ -471,5 +552,5 @@ async fn write(cr: &CertificateRequest, ctx: &Context, write: Write, notice: Not
     if let Err(err) = recorder.publish(&event, &cr.object_ref(&())).await {
         tracing::warn!(error = %err, "cannot publish event");
     }
-    Ok(())
+    Ok(patched.resource_version())
 }

@@ -100,9 +100,10 @@ pub struct Context {
     pub cfssl: clients::Clients,
     pub issuer_backoff: backoff::Backoff<String>,
     pub request_backoff: backoff::Backoff<String>,
-    /// Certificates signed whose status write has not landed yet, by request UID: a retry
-    /// writes these instead of asking the CA again.
-    pub unsaved: std::sync::Mutex<std::collections::HashMap<String, crate::pki::Chain>>,
+    /// Requests this process is signing or has signed, by request UID, until the cache shows
+    /// the Issued write: a retry writes the kept chain instead of asking the CA again, and a
+    /// reconcile from a stale cache neither signs again nor drops the certificate.
+    pub unsaved: std::sync::Mutex<std::collections::HashMap<String, certificaterequest::decide::Signing>>,
     /// Retry windows and approval notices, by request UID.
     pub request_memory: memory::RequestMemory,
     pub recheck: mpsc::UnboundedSender<Recheck>,

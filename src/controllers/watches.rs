@@ -237,6 +237,7 @@ mod tests {
     use super::*;
     use crate::api::{Issuer, IssuerSpec};
     use crate::cfssl::{AuthKey, ClientConfig};
+    use crate::controllers::certificaterequest::decide::Signing;
     use crate::controllers::clients::Fingerprint;
     use crate::controllers::{Config, system_clock};
     use crate::pki::Chain;
@@ -418,10 +419,10 @@ mod tests {
             ctx.request_memory.announce_waiting(&uid);
             ctx.unsaved.lock().unwrap().insert(
                 uid,
-                Chain {
+                Signing::Unsaved(Chain {
                     certificates: "c".into(),
                     ca: None,
-                },
+                }),
             );
             let labels = expiry_labels(cr, "Issuer/apps/ca");
             ctx.metrics.certificate_expiry.get_or_create(&labels).set(1.0);
@@ -525,10 +526,10 @@ mod tests {
             ctx.request_memory.failed(&uid, ctx.now());
             ctx.unsaved.lock().unwrap().insert(
                 uid,
-                Chain {
+                Signing::Unsaved(Chain {
                     certificates: "c".into(),
                     ca: None,
-                },
+                }),
             );
         }
         let mut relist = Relist::default();

@@ -180,12 +180,24 @@ impl Fault {
     }
 }
 
-/// Counts, pending faults and added latency.
+/// One request of a user added with `TestServer::add_user`, as kube-apiserver's audit log
+/// records who did what when.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub user: String,
+    pub verb: Verb,
+    pub resource: String,
+    /// When the request was received.
+    pub at: std::time::Instant,
+}
+
+/// Counts, pending faults, added latency and the added users' requests.
 #[derive(Debug, Default)]
 pub struct Faults {
     pub counts: Counts,
     pending: Vec<Fault>,
     pub latency: Duration,
+    pub audit: Vec<AuditEntry>,
 }
 
 impl Faults {

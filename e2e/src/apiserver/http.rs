@@ -20,7 +20,7 @@ use tokio_rustls::TlsAcceptor;
 use super::{
     Shared, control, discovery,
     error::{ApiError, ApiResult, Reason},
-    faults::Verb,
+    faults::{AuditEntry, Verb},
     handlers::Req,
     negotiate::negotiate,
     openapi,
@@ -129,16 +129,20 @@ impl Query {
     }
 }
 
-fn authorize(shared: &Shared, headers: &HeaderMap) -> ApiResult<()> {
-    let Some(token) = &shared.token else { return Ok(()) };
+/// The request's user: `None` for the kubeconfig's own token (or without auth), the name of
+/// an added user (`TestServer::add_user`) for theirs; any other token is refused.
+fn authorize(shared: &Shared, headers: &HeaderMap) -> ApiResult<Option<String>> {
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if given == Some(token.as_str()) {
-        Ok(())
-    } else {
-        Err(ApiError::new(Reason::Unauthorized, "Unauthorized"))
+    if let Some(user) = given.and_then(|t| shared.users.lock().expect("users lock").get(t).cloned()) {
+        return Ok(Some(user));
+    }
+    match &shared.token {
+        None => Ok(None),
+        Some(token) if given == Some(token.as_str()) => Ok(None),
+        Some(_) => Err(ApiError::new(Reason::Unauthorized, "Unauthorized")),
     }
 }
 
@@ -244,7 +248,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     if matches!(path.as_str(), "/healthz" | "/livez" | "/readyz") {
         return Ok((StatusCode::OK, "ok").into_response());
     }
-    authorize(shared, request.headers())?;
+    let user = authorize(shared, request.headers())?;
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if let Some(doc) = discovery_doc(shared, &segments)? {
         return Ok(json_response(StatusCode::OK, &doc));
@@ -252,6 +256,14 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     let query = Query::parse(request.uri().query());
     let target = parse_target(shared, &segments)?;
     let verb = verb_of(request.method(), &target, &query)?;
+    if let Some(user) = user {
+        shared.faults.lock().expect("faults lock").audit.push(AuditEntry {
+            user,
+            verb,
+            resource: target.resource_label(),
+            at: std::time::Instant::now(),
+        });
+    }
     let latency = shared.faults.lock().expect("faults lock").latency;
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;

@@ -63,7 +63,7 @@ use std::{
 
 use tokio::{net::TcpListener, sync::watch as signal, task::JoinHandle};
 
-pub use self::faults::{Count, Counts, Fault, FaultKind, Verb};
+pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, Verb};
 use self::{faults::Faults, store::Store, tls::ServingCert};
 
 /// Why the server could not start (or a client could not be built for it).
@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     /// Bumped to end every open watch.
     closer: signal::Sender<u64>,
     token: Option<String>,
+    /// Added users, by bearer token.
+    users: Mutex<std::collections::BTreeMap<String, String>>,
     /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
     address: String,
     bookmark_interval: Duration,
@@ -208,6 +210,7 @@ impl TestServer {
             faults: Mutex::new(Faults::default()),
             closer: signal::channel(0).0,
             token: token.clone(),
+            users: Default::default(),
             address,
             bookmark_interval: options.bookmark_interval,
         });
@@ -264,6 +267,31 @@ impl TestServer {
         }
         config.auth_info.token = self.token.clone().map(Into::into);
         Ok(config)
+    }
+
+    /// Adds a user with a bearer token of its own and writes a kubeconfig for it to `path`.
+    /// The server logs each of that user's requests (see [`TestServer::audit`]), so a test can
+    /// tell apart several clients, e.g. manager replicas, as kube-apiserver's audit log does.
+    pub fn add_user(&self, name: &str, path: &Path) -> Result<(), Error> {
+        let token = meta::random_token();
+        tls::write_kubeconfig(
+            path,
+            &self.url,
+            self.ca_pem.as_deref(),
+            Some(&token),
+            &self.namespace,
+        )?;
+        self.shared
+            .users
+            .lock()
+            .expect("users lock")
+            .insert(token, name.into());
+        Ok(())
+    }
+
+    /// Every request of the added users so far, in the order received.
+    pub fn audit(&self) -> Vec<AuditEntry> {
+        self.shared.faults.lock().expect("faults lock").audit.clone()
     }
 
     /// Requests served since start or the last [`TestServer::reset_counts`].

@@ -127,6 +127,61 @@ pub fn is_terminal(request: &RequestView) -> bool {
     }
 }
 
+/// What this process holds for one request it signs, by request UID (`Context::unsaved`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signing {
+    /// A sign is in flight: no second one starts.
+    InFlight,
+    /// Signed, and the Issued write has not landed: a retry writes this chain, never signs.
+    Unsaved(Chain),
+    /// The Issued write landed as `resource_version`; held until the cache shows it, so a
+    /// reconcile from a stale cache neither signs again nor applies a status without it.
+    Saved { resource_version: Option<String> },
+}
+
+/// What [`hold`] makes of a [`Signing`] entry against the object the reconcile sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Held {
+    /// Nothing held (or the cache already shows the write: the entry can go).
+    Nothing,
+    InFlight,
+    Unsaved,
+    Saved,
+}
+
+/// Pure: what an entry means for the observed request, and whether it can be dropped (the
+/// cache shows our Issued write: the certificate is there, or the object is the one the write
+/// returned). Resource versions are opaque, so only equality is used.
+pub fn hold(entry: Option<&Signing>, observed_version: Option<&str>, has_certificate: bool) -> (Held, bool) {
+    let seen = |written: Option<&str>| has_certificate || (written.is_some() && written == observed_version);
+    match entry {
+        None => (Held::Nothing, false),
+        Some(Signing::InFlight) => (Held::InFlight, false),
+        Some(Signing::Unsaved(_)) if seen(None) => (Held::Nothing, true),
+        Some(Signing::Unsaved(_)) => (Held::Unsaved, false),
+        Some(Signing::Saved { resource_version }) if seen(resource_version.as_deref()) => {
+            (Held::Nothing, true)
+        }
+        Some(Signing::Saved { .. }) => (Held::Saved, false),
+    }
+}
+
+/// Pure: the step after [`decide`], given what this process holds. A request is never sent to
+/// the CA twice, and no status that lacks the certificate is applied to a request that has one
+/// (server-side apply would remove it) or whose Issued write may not be in the cache yet.
+pub fn guard(step: Step, has_certificate: bool, held: Held) -> Step {
+    match (held, step) {
+        (_, Step::Leave) => Step::Leave,
+        // The sign in flight writes its outcome; that write brings the request back.
+        (Held::InFlight, _) => Step::Leave,
+        // The Issued write landed; the cache catches up and brings the request back.
+        (Held::Saved, _) => Step::Leave,
+        (Held::Unsaved, _) => Step::ConfirmIssued,
+        (Held::Nothing, _) if has_certificate => Step::ConfirmIssued,
+        (Held::Nothing, step) => step,
+    }
+}
+
 /// What a signing attempt leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -355,6 +410,194 @@ mod tests {
         for (row, req, issuer, approval, want) in cases {
             let got = decide(&req, &issuer, "ca", IssuerKind::Issuer, approval);
             assert!(want(&got), "{row}: got {got:?}");
+        }
+    }
+
+    #[test]
+    fn hold_table() {
+        let chain = Chain {
+            certificates: "leaf".into(),
+            ca: None,
+        };
+        let unsaved = Signing::Unsaved(chain);
+        let saved = |rv: Option<&str>| Signing::Saved {
+            resource_version: rv.map(str::to_string),
+        };
+        let saved_7 = saved(Some("7"));
+        let saved_unknown = saved(None);
+        // (row, entry, observed resourceVersion, observed has certificate, want)
+        type Row<'a> = (&'a str, Option<&'a Signing>, Option<&'a str>, bool, (Held, bool));
+        let cases: Vec<Row> = vec![
+            ("nothing held", None, Some("5"), false, (Held::Nothing, false)),
+            (
+                "in flight stays",
+                Some(&Signing::InFlight),
+                Some("5"),
+                true,
+                (Held::InFlight, false),
+            ),
+            (
+                "unsaved, stale cache",
+                Some(&unsaved),
+                Some("5"),
+                false,
+                (Held::Unsaved, false),
+            ),
+            (
+                "unsaved, but the write landed after all",
+                Some(&unsaved),
+                Some("8"),
+                true,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, stale cache",
+                Some(&saved_7),
+                Some("5"),
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, stale cache without a version",
+                Some(&saved_7),
+                None,
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, cache shows the write",
+                Some(&saved_7),
+                Some("7"),
+                false,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, cache shows a later write",
+                Some(&saved_7),
+                Some("9"),
+                true,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, version unknown, stale",
+                Some(&saved_unknown),
+                None,
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, version unknown, certificate seen",
+                Some(&saved_unknown),
+                Some("3"),
+                true,
+                (Held::Nothing, true),
+            ),
+        ];
+        for (row, entry, version, has_certificate, want) in cases {
+            assert_eq!(hold(entry, version, has_certificate), want, "{row}");
+        }
+    }
+
+    #[test]
+    fn guard_table() {
+        let wait = Step::WaitForIssuer {
+            event: WaitReason::IssuerNotReady,
+            message: "m".into(),
+        };
+        let reject = Step::Reject("r".into());
+        // (row, step from decide, observed has certificate, held, want)
+        let cases: Vec<(&str, Step, bool, Held, Step)> = vec![
+            ("plain sign", Step::Sign, false, Held::Nothing, Step::Sign),
+            ("plain wait", wait.clone(), false, Held::Nothing, wait.clone()),
+            ("plain deny", Step::Deny, false, Held::Nothing, Step::Deny),
+            ("leave stays leave", Step::Leave, true, Held::Unsaved, Step::Leave),
+            (
+                "sign in flight: no second sign",
+                Step::Sign,
+                false,
+                Held::InFlight,
+                Step::Leave,
+            ),
+            (
+                "wait while in flight: no pending write",
+                wait.clone(),
+                false,
+                Held::InFlight,
+                Step::Leave,
+            ),
+            (
+                "stale replay after the write: no second sign",
+                Step::Sign,
+                false,
+                Held::Saved,
+                Step::Leave,
+            ),
+            (
+                "stale replay after the write: no pending",
+                wait.clone(),
+                false,
+                Held::Saved,
+                Step::Leave,
+            ),
+            (
+                "stale replay after the write: no failure",
+                reject.clone(),
+                false,
+                Held::Saved,
+                Step::Leave,
+            ),
+            (
+                "write lost: write the kept chain",
+                Step::Sign,
+                false,
+                Held::Unsaved,
+                Step::ConfirmIssued,
+            ),
+            (
+                "write lost, issuer not ready: still the chain",
+                wait.clone(),
+                false,
+                Held::Unsaved,
+                Step::ConfirmIssued,
+            ),
+            (
+                "write lost, denied since: still the chain",
+                Step::Deny,
+                false,
+                Held::Unsaved,
+                Step::ConfirmIssued,
+            ),
+            (
+                "has certificate, issuer not ready",
+                wait,
+                true,
+                Held::Nothing,
+                Step::ConfirmIssued,
+            ),
+            (
+                "has certificate, denied",
+                Step::Deny,
+                true,
+                Held::Nothing,
+                Step::ConfirmIssued,
+            ),
+            (
+                "has certificate, rejected",
+                reject,
+                true,
+                Held::Nothing,
+                Step::ConfirmIssued,
+            ),
+            (
+                "has certificate, confirm",
+                Step::ConfirmIssued,
+                true,
+                Held::Nothing,
+                Step::ConfirmIssued,
+            ),
+        ];
+        for (row, step, has_certificate, held, want) in cases {
+            assert_eq!(guard(step, has_certificate, held), want, "{row}");
         }
     }
 
