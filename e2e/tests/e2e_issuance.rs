@@ -99,6 +99,9 @@ impl Env {
         let issued = objects::wait_request_reason(self.client(), &self.ns, name, "Issued", WAIT).await?;
         let status = issued.status.expect("status");
         let chain = status.certificate.expect("status.certificate").0;
+        // CFSSL's PEM uses `\n`; so must ours, in both fields.
+        let ca = status.ca.map(|c| c.0).unwrap_or_default();
+        assert!(!chain.contains(&b'\r') && !ca.contains(&b'\r'), "CRLF in status");
         assert!(
             cert_matches_key(&chain, &csr.key)?,
             "certificate is not for the CSR's key"
