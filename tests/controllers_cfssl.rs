@@ -72,6 +72,10 @@ async fn happy_path(backend: Backend) {
         (Some("True"), Some("Issued"))
     );
     let chain = decode(&body["status"]["certificate"]);
+    assert!(
+        !chain.contains('\r'),
+        "status.certificate uses LF line endings: {chain:?}"
+    );
     openssl_verify(&chain, &ca.root_pem).expect("chain verifies to the CFSSL root");
     let leaf = pem::parse_many(&chain).unwrap().remove(0);
     let (_, cert) = x509_parser::parse_x509_certificate(leaf.contents()).unwrap();

@@ -99,6 +99,9 @@ impl Env {
         let issued = objects::wait_request_reason(self.client(), &self.ns, name, "Issued", WAIT).await?;
         let status = issued.status.expect("status");
         let chain = status.certificate.expect("status.certificate").0;
+        // CFSSL's PEM uses `\n`; so must ours, in both fields.
+        let ca = status.ca.map(|c| c.0).unwrap_or_default();
+        assert!(!chain.contains(&b'\r') && !ca.contains(&b'\r'), "CRLF in status");
         assert!(
             cert_matches_key(&chain, &csr.key)?,
             "certificate is not for the CSR's key"
@@ -362,5 +365,110 @@ async fn real_multirootca_signs_every_key_type() -> anyhow::Result<()> {
             .is_none(),
         "no certificate"
     );
+    Ok(())
+}
+
+/// A loopback "proxy" that answers every request with a 404 HTML page; returns its base URL.
+async fn proxy_404() -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 64 * 1024];
+                let _ = sock.read(&mut buf).await;
+                let body = format!(
+                    "<html><body><h1>404 Not Found</h1>{}</body></html>",
+                    "x".repeat(200)
+                );
+                let answer = format!(
+                    "HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = sock.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    Ok(url)
+}
+
+/// CA answers that are not CFSSL's, through the real binary: a proxy's 404 in front of the first
+/// URL fails over to the CA and requests are issued; a proxy alone leaves the issuer
+/// CAUnreachable quoting the page. Every URL carries `user:password@`, and the password shows in
+/// no condition, Event, log line or metric.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_answers_fail_over_and_url_passwords_stay_hidden() -> anyhow::Result<()> {
+    use cfssl_issuer::api::{AnyIssuer as _, Issuer};
+    use k8s_openapi::api::events::v1::Event;
+    if std::env::var_os("E2E_KUBECONFIG").is_some() {
+        eprintln!("skipped against a real cluster: the proxy runs on this machine only");
+        return Ok(());
+    }
+    const PASSWORD: &str = "s3cret-pw";
+    let env = Env::start(None).await?;
+    let client = env.client();
+    let proxy = proxy_404().await?;
+    let creds = |url: &str| url.replacen("://", "://operator:s3cret-pw@", 1);
+    for (name, url) in [
+        (
+            "behind-proxy",
+            format!("{},{}", creds(&proxy), creds(&env.ca.url)),
+        ),
+        ("proxy-only", creds(&proxy)),
+    ] {
+        env.cluster.put_key_secret(&env.ns, name, &env.ca.key_hex).await?;
+        let mut spec = objects::issuer_spec(&env.ca, name, "server");
+        spec["url"] = url.into();
+        objects::create_issuer(client, Kind::Issuer, &env.ns, name, spec).await?;
+    }
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "behind-proxy", "Checked", WAIT).await?;
+    env.issue_and_verify("through-failover", Kind::Issuer, "behind-proxy")
+        .await?;
+    objects::wait_issuer_reason(client, Kind::Issuer, &env.ns, "proxy-only", "CAUnreachable", WAIT).await?;
+
+    let issuers = kube::Api::<Issuer>::namespaced(client.clone(), &env.ns);
+    let unreachable = issuers.get("proxy-only").await?;
+    let message = &unreachable.conditions()[0].message;
+    assert!(message.contains("HTTP 404"), "{message}");
+    assert!(
+        message.contains("<html><body><h1>404 Not Found</h1>"),
+        "{message}"
+    );
+    assert!(
+        message.contains("operator") || message.contains("***@"),
+        "{message}"
+    );
+
+    let mut shown = vec![
+        // The spec holds the user's own URL; what we write is the status.
+        serde_json::to_string(
+            &issuers
+                .list(&Default::default())
+                .await?
+                .items
+                .iter()
+                .map(|i| &i.status)
+                .collect::<Vec<_>>(),
+        )?,
+        serde_json::to_string(
+            &kube::Api::<Event>::namespaced(client.clone(), &env.ns)
+                .list(&Default::default())
+                .await?
+                .items,
+        )?,
+    ];
+    if let Some(manager) = &env._manager {
+        shown.push(manager.log());
+        shown.push(manager.metrics().await?);
+    }
+    assert!(
+        shown[1].contains("CAUnreachable"),
+        "the Events were read: {}",
+        shown[1]
+    );
+    for text in shown {
+        assert!(!text.contains(PASSWORD), "password shown in: {text}");
+    }
     Ok(())
 }

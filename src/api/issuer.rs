@@ -74,8 +74,9 @@ pub struct IssuerSpec {
     /// Return the CA's optimal bundle (certificate plus chain) rather than the bare certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<bool>,
-    /// PEM CA certificates trusted for TLS to this issuer's CFSSL URLs only, base64-encoded.
-    /// When omitted, the controller's default trust applies.
+    /// PEM CA certificates, base64-encoded, that are the only roots trusted for TLS to this
+    /// issuer's CFSSL URLs: they replace the system roots. When omitted, the controller's
+    /// default trust applies (the system roots, or `SSL_CERT_FILE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "optional_bytes")]
     pub ca_bundle: Option<ByteString>,

@@ -12,7 +12,7 @@ use super::endpoints::{display_base, redact_list};
 use super::error::{Call, Class, Error, IssuerFault, classify_refusal};
 use super::wire::{AuthSignRequest, Envelope, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
-use crate::pki::{Chain, KeyType, certificates_in, check_csr_pem, complete_chain};
+use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
 
 /// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
 #[derive(Clone)]
@@ -196,7 +196,7 @@ impl Client {
         {
             Err(err) => {
                 let err = self.disambiguate_bad_request(err).await;
-                return Err(unsupported_key(err, csr.key_type));
+                return Err(err.for_key_type(csr.key_type));
             }
             Ok(ok) => ok,
         };
@@ -370,28 +370,6 @@ impl Client {
                 ReadError::Transport(e) => ctx.transport(e, self.config.timeout),
             })?;
         ctx.parse(status, &bytes)
-    }
-}
-
-/// A CSR refused for good whose key type CFSSL builds before Go 1.13 cannot sign (Ed25519; the
-/// 2016 multirootca answers `bad request`) is refused with a message that says so.
-fn unsupported_key(err: Error, key_type: KeyType) -> Error {
-    match err {
-        Error::Refused {
-            call,
-            url,
-            label,
-            message,
-            class: Class::Permanent,
-            ..
-        } if key_type == KeyType::Ed25519 => Error::UnsupportedKey {
-            call,
-            url,
-            label,
-            key_type,
-            message,
-        },
-        other => other,
     }
 }
 

@@ -1,7 +1,7 @@
 //! CFSSL errors, classified once by what the controllers must do about them.
 
 use super::endpoints::EndpointsError;
-use crate::pki::CsrError;
+use crate::pki::{CsrError, KeyType};
 
 /// What a controller does with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,7 +76,7 @@ pub enum Error {
         call: Call,
         url: String,
         label: String,
-        key_type: crate::pki::KeyType,
+        key_type: KeyType,
         message: String,
     },
     /// An HTTP status with a body that is not a CFSSL envelope (a proxy, a wrong URL): not the
@@ -168,6 +168,29 @@ impl Error {
             | Error::Tls { .. }
             | Error::Unreachable { .. } => true,
             _ => false,
+        }
+    }
+
+    /// A CSR refused for good whose key type CFSSL builds before Go 1.13 cannot sign (Ed25519;
+    /// the 2016 multirootca answers `bad request`) becomes [`Error::UnsupportedKey`], whose
+    /// message says so.
+    pub fn for_key_type(self, key_type: KeyType) -> Error {
+        match self {
+            Error::Refused {
+                call,
+                url,
+                label,
+                message,
+                class: Class::Permanent,
+                ..
+            } if key_type == KeyType::Ed25519 => Error::UnsupportedKey {
+                call,
+                url,
+                label,
+                key_type,
+                message,
+            },
+            other => other,
         }
     }
 }
@@ -346,7 +369,7 @@ mod tests {
                     call,
                     url,
                     label,
-                    key_type: crate::pki::KeyType::Ed25519,
+                    key_type: KeyType::Ed25519,
                     message: "bad request".into(),
                 },
                 Permanent,
@@ -368,6 +391,35 @@ mod tests {
         ];
         for (name, err, class, fails_over) in cases {
             assert_eq!((err.class(), err.fails_over()), (class, fails_over), "{name}");
+        }
+    }
+
+    #[test]
+    fn key_type_refusal_table() {
+        let kind = |err: &Error| match err {
+            Error::UnsupportedKey {
+                key_type, message, ..
+            } => format!("unsupported {key_type}: {message}"),
+            Error::Refused { class, .. } => format!("refused {class:?}"),
+            other => format!("{other}"),
+        };
+        let cases = [
+            (
+                refused(400, Permanent),
+                KeyType::Ed25519,
+                "unsupported Ed25519: m",
+            ),
+            (
+                refused(400, Issuer(Config)),
+                KeyType::Ed25519,
+                "refused Issuer(Config)",
+            ),
+            (refused(500, Retryable), KeyType::Ed25519, "refused Retryable"),
+            (refused(400, Permanent), KeyType::EcdsaP521, "refused Permanent"),
+            (refused(400, Permanent), KeyType::Rsa, "refused Permanent"),
+        ];
+        for (err, key_type, want) in cases {
+            assert_eq!(kind(&err.for_key_type(key_type)), want, "{key_type}");
         }
     }
 }

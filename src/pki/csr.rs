@@ -216,6 +216,45 @@ pub(crate) mod tests {
         }
     }
 
+    /// RSA-PSS (not made by cert-manager, but by `openssl req -sigopt rsa_padding_mode:pss`)
+    /// with the salt as long as the digest, as TLS and most tools use it.
+    #[test]
+    fn rsa_pss_verifies() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("rsa.key");
+        let key_arg = key.to_str().unwrap();
+        openssl(&[
+            "genpkey",
+            "-out",
+            key_arg,
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ]);
+        for digest in ["-sha256", "-sha384", "-sha512"] {
+            let csr = openssl(&[
+                "req",
+                "-new",
+                "-key",
+                key_arg,
+                "-subj",
+                "/CN=pss",
+                digest,
+                "-sigopt",
+                "rsa_padding_mode:pss",
+                "-sigopt",
+                "rsa_pss_saltlen:digest",
+            ]);
+            let csr = String::from_utf8(csr).unwrap();
+            let got = check_csr_pem(csr.as_bytes()).map(|c| c.key_type);
+            assert_eq!(got, Ok(KeyType::Rsa), "{digest}");
+            let got = check_csr_pem(broken_signature(&csr).as_bytes()).map(|c| c.key_type);
+            let want = "the RSA signature does not match the CSR's contents".to_string();
+            assert_eq!(got, Err(CsrError::BadSignature(want)), "{digest} broken");
+        }
+    }
+
     #[test]
     fn unsupported_keys_and_algorithms_are_refused() {
         let dir = tempfile::tempdir().unwrap();
