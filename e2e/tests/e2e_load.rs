@@ -222,6 +222,18 @@ async fn foreign_requests_do_not_grow_memory() -> anyhow::Result<()> {
         growth < LIMIT_KIB,
         "manager RSS grew by {growth} KiB (from {idle} to {after}) with {REQUESTS} foreign requests"
     );
+    // They never reach the controller either: a handful of reconciles for our two requests.
+    let exposition = e2e::harness::scrape::scrape(&env.manager.metrics_addr).await?;
+    let reconciles = exposition
+        .value(
+            "cfssl_issuer_reconciles_total",
+            &[("controller", "CertificateRequest")],
+        )
+        .unwrap_or(0.0);
+    assert!(
+        reconciles < 20.0,
+        "{reconciles} request reconciles for 2 requests of ours"
+    );
     Ok(())
 }
 

@@ -35,7 +35,8 @@ pub struct Config {
     pub cluster_resource_namespace: String,
     /// How often a Ready issuer is checked again.
     pub health_check_interval: Duration,
-    /// How long a request is retried after retryable errors before it fails.
+    /// How long a request is retried after retryable errors before it fails, counted from its
+    /// first failed sign (remembered in memory: a restart starts the window again).
     pub max_retry_duration: Duration,
     /// Sign only approved requests (cert-manager >= 1.3); off for older cert-manager.
     pub approval_required: bool,

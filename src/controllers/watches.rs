@@ -118,6 +118,8 @@ impl Relist {
     }
 }
 
+const CERTIFICATE_NAME: &str = "cert-manager.io/certificate-name";
+
 /// Drops what the manager holds for a deleted request. `requests` may still hold `cr` itself.
 pub fn forget_request(ctx: &Context, cr: &CertificateRequest, requests: &Store<CertificateRequest>) {
     let uid = request_key(cr);
@@ -128,14 +130,28 @@ pub fn forget_request(ctx: &Context, cr: &CertificateRequest, requests: &Store<C
         return;
     };
     let labels = expiry_labels(cr, &issuer);
+    if ctx.metrics.certificate_expiry.get(&labels).is_none() {
+        return;
+    }
+    // Cheap comparisons first: cert-manager may delete thousands of old requests at once.
     let another = requests.state().iter().any(|other| {
-        other.uid() != cr.uid()
+        other.metadata.namespace == cr.metadata.namespace
+            && other.metadata.uid != cr.metadata.uid
+            && certificate_name(other) == certificate_name(cr)
             && issuer_key_of(other).as_deref() == Some(&issuer)
-            && expiry_labels(other, &issuer) == labels
     });
     if !another {
         ctx.metrics.certificate_expiry.remove(&labels);
     }
+}
+
+/// The Certificate a request was made for, as its expiry series names it.
+fn certificate_name(cr: &CertificateRequest) -> Option<&String> {
+    cr.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CERTIFICATE_NAME))
+        .or(cr.metadata.name.as_ref())
 }
 
 /// The metrics key (`Issuer/ns/name`, `ClusterIssuer/name`) of the issuer a request names.
