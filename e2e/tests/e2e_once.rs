@@ -221,7 +221,8 @@ async fn three_replicas_one_writer_at_a_time_none_signs_twice() -> anyhow::Resul
         .expect("the leader is ours")
         .kill()
         .await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // What the killed replica had sent reaches the CA and the API server, or never will.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let signed_at_kill = env.ca.issued_count().expect("simple-cfssl");
     let saved_at_kill = issued_in(&env).await? as u64;
     let unsaved = signed_at_kill - saved_at_kill;
