@@ -308,15 +308,19 @@ where
         }
     }
     .shared();
-    let stop = futures::future::select(signal.boxed(), lost.clone().boxed())
-        .map(|_| ())
-        .boxed();
-    let result = run_controllers(stop).await;
-    if lost.peek().is_some() {
-        tracing::error!("lost the lease: stopped reconciling; exiting to restart as a candidate");
+    // On SIGTERM the controllers stop gracefully: signs in flight finish and are saved while
+    // the Lease is still ours. Losing the Lease stops them at once instead, in-flight work
+    // dropped (as controller-runtime exits on "leader election lost"): another replica may
+    // lead already, and two must never write at the same time.
+    let result = tokio::select! {
+        result = run_controllers(signal.boxed()) => Some(result),
+        _ = lost.clone() => None,
+    };
+    let Some(result) = result else {
+        tracing::error!("lost the lease: stopped reconciling at once; exiting to restart as a candidate");
         health.set_role(Role::Lost);
         return ExitCode::FAILURE;
-    }
+    };
     // Shutdown: closing the channel makes the watcher release the Lease before it returns.
     // `lost` holds a clone of the receiver: the channel closes only once both are gone.
     drop(lost);

@@ -221,7 +221,8 @@ async fn three_replicas_one_writer_at_a_time_none_signs_twice() -> anyhow::Resul
         .expect("the leader is ours")
         .kill()
         .await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // What the killed replica had sent reaches the CA and the API server, or never will.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let signed_at_kill = env.ca.issued_count().expect("simple-cfssl");
     let saved_at_kill = issued_in(&env).await? as u64;
     let unsaved = signed_at_kill - saved_at_kill;
@@ -396,5 +397,68 @@ async fn sigterm_while_a_slow_ca_signs_saves_the_certificate() -> anyhow::Result
         second.log()
     );
     assert_eq!(env.ca.issued_count(), Some(1), "never a second signature");
+    Ok(())
+}
+
+/// A leader that loses its Lease (here another holder takes it) stops writing at once, even
+/// with a sign in flight: the other replica may be writing already.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_that_loses_the_lease_writes_nothing_more() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let proxy = SlowProxy::start(&env.ca.url).await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("replica-a.kubeconfig");
+    env.server().add_user("replica-a", &kubeconfig)?;
+    let options = ManagerOptions::new(&kubeconfig, SYSTEM)
+        .arg("--enable-leader-election")
+        .arg(format!("--leader-election-namespace={SYSTEM}"))
+        .arg(format!("--leader-election-lease-duration={LEASE_SECONDS}s"))
+        .env("POD_NAME", "replica-a");
+    let mut manager = Manager::start(options).await?;
+    eventually(WAIT, "replica-a leads", || async {
+        holder(&env).await.filter(|h| h == "replica-a")
+    })
+    .await?;
+    env.create_issuer(Some(&proxy.url)).await?;
+
+    proxy.set_delay(Duration::from_secs(4));
+    let requests = load::requests("stolen", 1)?;
+    load::create_requests(env.client(), &env.ns, ISSUER, &requests, true, 1).await?;
+    eventually(WAIT, "the sign on its way to the CA", || async {
+        (proxy.held.load(Ordering::SeqCst) > 0).then_some(())
+    })
+    .await?;
+    let now = serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+        k8s_openapi::jiff::Timestamp::now(),
+    ))?;
+    let steal = serde_json::json!({"spec": {
+        "holderIdentity": "thief_0", "leaseDurationSeconds": 3600, "acquireTime": now, "renewTime": now,
+    }});
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(env.client().clone(), SYSTEM)
+        .patch(LEASE_NAME, &PatchParams::default(), &Patch::Merge(&steal))
+        .await?;
+    let stolen = Instant::now();
+    let status = manager.wait_exit(Duration::from_secs(30)).await?;
+    eprintln!("exit {status} {:?} after the Lease was taken", stolen.elapsed());
+    assert!(
+        !status.success(),
+        "losing the Lease is an error exit:\n{}",
+        manager.log()
+    );
+    let late: Vec<_> = env
+        .server()
+        .audit()
+        .into_iter()
+        .filter(|e| e.at > stolen && e.resource.starts_with("certificaterequests"))
+        .filter(|e| matches!(e.verb, Verb::Create | Verb::Update | Verb::Patch))
+        .collect();
+    assert_eq!(
+        late,
+        vec![],
+        "request writes after the Lease was lost:\n{}",
+        manager.log()
+    );
     Ok(())
 }
