@@ -194,15 +194,26 @@ scenarios!(
     ]
 );
 
-/// CA outage and recovery: the request stays Pending with a retry, then is issued.
-#[tokio::test]
-async fn ca_down_then_up() {
+/// simple-cfssl, which a test can take down and bring back, and a context whose checked Issuer
+/// `apps/ca` signs with it.
+async fn switchable_ca() -> (
+    ::simple_cfssl::Running,
+    Arc<cfssl_issuer::controllers::Context>,
+    ApiHandle,
+) {
     let ca = ::simple_cfssl::spawn(::simple_cfssl::Config::test_default(KEY_HEX))
         .await
         .unwrap();
     let mut issuer = issuer("apps", "ca", &ca.url);
     issuer.spec.profile = Some("server".into());
-    let (ctx, mut api) = context(vec![checked(issuer)], vec![]);
+    let (ctx, api) = context(vec![checked(issuer)], vec![]);
+    (ca, ctx, api)
+}
+
+/// CA outage and recovery: the request stays Pending with a retry, then is issued.
+#[tokio::test]
+async fn ca_down_then_up() {
+    let (ca, ctx, mut api) = switchable_ca().await;
     let (csr_pem, _) = csr("web.apps.example.org");
     let cr = approved_request(&csr_pem);
 
@@ -313,12 +324,7 @@ async fn proxy_404_makes_the_issuer_unreachable_without_showing_the_password() {
 /// for approval) is retried when the CA is down, not failed at once.
 #[tokio::test]
 async fn an_old_request_gets_its_whole_retry_window() {
-    let ca = ::simple_cfssl::spawn(::simple_cfssl::Config::test_default(KEY_HEX))
-        .await
-        .unwrap();
-    let mut issuer = issuer("apps", "ca", &ca.url);
-    issuer.spec.profile = Some("server".into());
-    let (ctx, mut api) = context(vec![checked(issuer)], vec![]);
+    let (ca, ctx, mut api) = switchable_ca().await;
     let (csr_pem, _) = csr("web.apps.example.org");
     let mut cr = approved_request(&csr_pem);
     cr.metadata.creation_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(

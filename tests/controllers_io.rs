@@ -407,14 +407,8 @@ fn context_with_issuer_cache(
     (Arc::new(ctx), handle, writer)
 }
 
-fn not_ready(mut issuer: cfssl_issuer::api::Issuer) -> cfssl_issuer::api::Issuer {
-    issuer.status = serde_json::from_value(json!({"conditions": [{
-        "type": "Ready", "status": "False", "reason": "CAUnreachable", "message": "down",
-        "lastTransitionTime": "2026-11-22T09:30:00Z",
-        "observedGeneration": issuer.metadata.generation,
-    }]}))
-    .unwrap();
-    issuer
+fn not_ready(issuer: cfssl_issuer::api::Issuer) -> cfssl_issuer::api::Issuer {
+    with_ready(issuer, "False", "CAUnreachable", "down")
 }
 
 /// `cr` as the API server returns it after `applied` (the status body of our apply).

@@ -191,9 +191,14 @@ pub fn secret(key_hex: &str, resource_version: &str) -> Value {
 }
 
 /// `issuer` as its reconciler leaves it after a passed check.
-pub fn checked(mut issuer: Issuer) -> Issuer {
+pub fn checked(issuer: Issuer) -> Issuer {
+    with_ready(issuer, "True", "Checked", "ok")
+}
+
+/// `issuer` with a current `Ready` condition of `status`, `reason` and `message`.
+pub fn with_ready(mut issuer: Issuer, status: &str, reason: &str, message: &str) -> Issuer {
     issuer.status = serde_json::from_value(json!({"conditions": [{
-        "type": "Ready", "status": "True", "reason": "Checked", "message": "ok",
+        "type": "Ready", "status": status, "reason": reason, "message": message,
         "lastTransitionTime": "2026-11-22T09:00:00Z",
         "observedGeneration": issuer.metadata.generation,
     }]}))
