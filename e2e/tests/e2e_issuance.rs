@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, cert_matches_key, openssl_verify};
+use e2e::harness::{Ca, Cluster, Csr, IssuerCrds, Manager, ManagerOptions, cert_matches_key, openssl_verify};
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
@@ -19,21 +19,36 @@ struct Env {
     /// The manager's cluster resource namespace: ClusterIssuer Secrets go here.
     system: String,
     ns: String,
+    /// Where the CA's TLS root is written when the manager trusts it through SSL_CERT_FILE.
+    _trust: tempfile::TempDir,
 }
 
 impl Env {
     async fn start(ca: Option<Ca>) -> anyhow::Result<Env> {
-        let cluster = Cluster::start().await?;
+        Self::start_with(IssuerCrds::Ours, ca).await
+    }
+
+    async fn start_with(issuer_crds: IssuerCrds, ca: Option<Ca>) -> anyhow::Result<Env> {
+        let cluster = Cluster::start_with(issuer_crds).await?;
         let ca = match ca {
             Some(ca) => ca,
             None => Ca::simple(cluster.is_external()).await?,
         };
         let system = std::env::var("E2E_SYSTEM_NAMESPACE").unwrap_or_else(|_| "cfssl-issuer-system".into());
         cluster.ensure_namespace(&system).await?;
+        let trust = tempfile::tempdir()?;
+        let mut options = ManagerOptions::new(&cluster.kubeconfig, &system);
+        // The Go CRDs have no `spec.caBundle` (a create prunes it): their users make the
+        // manager trust the CA through its trust store.
+        if issuer_crds == IssuerCrds::Go
+            && let Some(file) = ca.tls_ca_file(trust.path())?
+        {
+            options = options.env("SSL_CERT_FILE", file.display().to_string());
+        }
         let manager = if cluster.is_external() {
             None
         } else {
-            Some(Manager::start(ManagerOptions::new(&cluster.kubeconfig, &system)).await?)
+            Some(Manager::start(options).await?)
         };
         let ns = cluster.namespace("e2e").await?;
         Ok(Env {
@@ -42,6 +57,7 @@ impl Env {
             _manager: manager,
             system,
             ns,
+            _trust: trust,
         })
     }
 
@@ -90,6 +106,28 @@ impl Env {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issuer_and_cluster_issuer_sign_requests() -> anyhow::Result<()> {
     let env = Env::start(None).await?;
+    both_kinds_sign(&env).await
+}
+
+/// Users who keep the Go issuer's CRDs (their conditions have no `observedGeneration`, and
+/// server-side apply refuses a status that sets it): issuers become Ready, requests Issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_go_issuer_crds_both_kinds_sign_requests() -> anyhow::Result<()> {
+    let env = Env::start_with(IssuerCrds::Go, None).await?;
+    if let Err(err) = both_kinds_sign(&env).await {
+        let log = env._manager.as_ref().map(Manager::log).unwrap_or_default();
+        return Err(err.context(format!("manager log:\n{log}")));
+    }
+    let issuer = kube::Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns)
+        .get("team-ca")
+        .await?;
+    let ready = cfssl_issuer::api::ready_condition(issuer.status.as_ref()).expect("Ready");
+    assert_eq!(ready.observed_generation, None, "the Go schema cannot hold it");
+    Ok(())
+}
+
+/// An Issuer and a ClusterIssuer become Ready and each signs a request.
+async fn both_kinds_sign(env: &Env) -> anyhow::Result<()> {
     env.issuer("team-ca", &env.ca.key_hex).await?;
     objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
 
