@@ -8,6 +8,7 @@
 //! controller judges conditions by the same knowledge.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -121,6 +122,8 @@ pub fn refuses_observed_generation(err: &kube::Error) -> bool {
 pub struct StatusSchemas {
     issuer: Arc<watch::Sender<ObservedGeneration>>,
     cluster_issuer: Arc<watch::Sender<ObservedGeneration>>,
+    /// Whether "cannot read the CRD" was logged: once per process is enough.
+    denied_logged: Arc<AtomicBool>,
 }
 
 impl Default for StatusSchemas {
@@ -129,6 +132,7 @@ impl Default for StatusSchemas {
         Self {
             issuer: new(),
             cluster_issuer: new(),
+            denied_logged: Arc::default(),
         }
     }
 }
@@ -195,7 +199,6 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let api = Api::<CustomResourceDefinition>::all(ctx.client.clone());
     let mut events = watcher(api, config).default_backoff().boxed();
-    let mut denied_logged = false;
     while let Some(event) = events.next().await {
         let learned = match event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => Some(declared_by(&crd)),
@@ -203,8 +206,7 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
             Ok(_) => None,
             Err(err) => {
                 let learned = learned_from_error(&err);
-                if learned.is_some() && !denied_logged {
-                    denied_logged = true;
+                if learned.is_some() && !ctx.status_schemas.denied_logged.swap(true, Ordering::Relaxed) {
                     tracing::warn!(crd = %name, error = %err,
                         "cannot read the CRD; writing observedGeneration, and counting conditions without it as current");
                 } else if learned.is_none() {
