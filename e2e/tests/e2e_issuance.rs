@@ -8,6 +8,7 @@ use std::time::Duration;
 use e2e::apiserver::{Fault, FaultKind, Verb};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Csr, IssuerCrds, Manager, ManagerOptions, cert_matches_key, openssl_verify};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
@@ -129,6 +130,37 @@ async fn with_the_go_issuer_crds_both_kinds_sign_requests() -> anyhow::Result<()
     let ready = cfssl_issuer::api::ready_condition(issuer.status.as_ref()).expect("Ready");
     assert_eq!(ready.observed_generation, None, "the Go schema cannot hold it");
     Ok(())
+}
+
+/// Replacing the Go CRDs with ours while the manager runs: it notices the CRD change and
+/// checks its issuers again at once (not at the next health check, a minute away), so their
+/// conditions say again which generation they were computed for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrading_from_the_go_crds_rewrites_conditions_at_once() -> anyhow::Result<()> {
+    let env = Env::start_with(IssuerCrds::Go, None).await?;
+    if env.cluster.is_external() {
+        return Ok(());
+    }
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    let crds = kube::Api::<CustomResourceDefinition>::all(env.client().clone());
+    for mut ours in cfssl_issuer::api::crds() {
+        let name = ours.metadata.name.clone().expect("named");
+        ours.metadata.resource_version = crds.get(&name).await?.metadata.resource_version;
+        crds.replace(&name, &Default::default(), &ours).await?;
+    }
+    let issuers = kube::Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns);
+    let rewritten =
+        e2e::harness::eventually(Duration::from_secs(15), "observedGeneration written", || async {
+            let issuer = issuers.get("team-ca").await.ok()?;
+            let ready = cfssl_issuer::api::ready_condition(issuer.status.as_ref())?;
+            (ready.observed_generation.is_some() && ready.observed_generation == issuer.metadata.generation)
+                .then_some(())
+        })
+        .await;
+    env.with_manager_log(rewritten)?;
+    env.issue_and_verify("after-upgrade", Kind::Issuer, "team-ca")
+        .await
 }
 
 /// The same where RBAC does not let the manager read the CRDs: it writes observedGeneration as
