@@ -183,6 +183,9 @@ async fn with_the_go_issuer_crds_unreadable_both_kinds_sign_requests() -> anyhow
     env.with_manager_log(both_kinds_sign(&env).await)?;
     let log = env._manager.as_ref().map(Manager::log).unwrap_or_default();
     assert_eq!(log.matches("cannot read the CRD").count(), 1, "{log}");
+    // One refused write per kind teaches it for good; the watch's retries must not undo that.
+    let refused = log.matches("no longer writing it").count();
+    assert!((1..=2).contains(&refused), "{refused} refusals learned:\n{log}");
     Ok(())
 }
 

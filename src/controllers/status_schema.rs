@@ -110,6 +110,17 @@ pub fn learned_from_error(err: &watcher::Error) -> Option<ObservedGeneration> {
     (code == 403).then_some(ObservedGeneration::Unreadable)
 }
 
+/// Pure: what a denied read (403) leaves known, given what was known. It only replaces the
+/// not-yet-learned default: what a read or a refused write taught before stays (a refused
+/// write teaches `NotDeclared` for good, and flipping back would cost a refused write per
+/// retry of the watch).
+pub fn after_denial(known: ObservedGeneration) -> ObservedGeneration {
+    match known {
+        ObservedGeneration::Assumed => ObservedGeneration::Unreadable,
+        other => other,
+    }
+}
+
 /// Pure: whether the API server refused a status apply because the schema lacks
 /// `observedGeneration` (a CRD swapped for the Go one behind an unreadable CRD).
 pub fn refuses_observed_generation(err: &kube::Error) -> bool {
@@ -215,6 +226,10 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
                 learned
             }
         };
+        let learned = learned.map(|value| match value {
+            ObservedGeneration::Unreadable => after_denial(ctx.status_schemas.get(kind)),
+            value => value,
+        });
         if let Some(value) = learned
             && ctx.status_schemas.set(kind, value)
         {
@@ -342,6 +357,19 @@ mod tests {
         ];
         for (err, want) in cases {
             assert_eq!(learned_from_error(&err), want, "{err}");
+        }
+    }
+
+    #[test]
+    fn a_denied_read_replaces_only_the_default() {
+        let cases = [
+            (Assumed, Unreadable),
+            (Unreadable, Unreadable),
+            (Declared, Declared),
+            (NotDeclared, NotDeclared),
+        ];
+        for (known, want) in cases {
+            assert_eq!(after_denial(known), want, "{known:?}");
         }
     }
 
