@@ -95,6 +95,21 @@ async fn internal_error_faults_fail_the_next_matching_requests() {
     assert_eq!(h.server.counts().get(Verb::Create, "configmaps"), 3);
 }
 
+/// As RBAC answers a request its rules do not grant: 403 Forbidden.
+#[tokio::test]
+async fn forbidden_faults_look_like_rbac_denials() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    h.server.inject(
+        Fault::new(FaultKind::Forbidden)
+            .verb(Verb::List)
+            .resource("configmaps"),
+    );
+    let err = cms.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!((code(&err), reason(&err).as_str()), (403, "Forbidden"));
+    cms.list(&ListParams::default()).await.unwrap();
+}
+
 #[tokio::test]
 async fn conflict_faults_look_like_lost_races() {
     let h = start().await;

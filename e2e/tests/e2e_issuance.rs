@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
+use e2e::apiserver::{Fault, FaultKind, Verb};
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, cert_matches_key, openssl_verify};
+use e2e::harness::{Ca, Cluster, Csr, IssuerCrds, Manager, ManagerOptions, cert_matches_key, openssl_verify};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
@@ -19,21 +21,40 @@ struct Env {
     /// The manager's cluster resource namespace: ClusterIssuer Secrets go here.
     system: String,
     ns: String,
+    /// Where the CA's TLS root is written when the manager trusts it through SSL_CERT_FILE.
+    _trust: tempfile::TempDir,
 }
 
 impl Env {
     async fn start(ca: Option<Ca>) -> anyhow::Result<Env> {
-        let cluster = Cluster::start().await?;
+        Self::start_with(IssuerCrds::Ours, ca).await
+    }
+
+    async fn start_with(issuer_crds: IssuerCrds, ca: Option<Ca>) -> anyhow::Result<Env> {
+        Self::on(Cluster::start_with(issuer_crds).await?, issuer_crds, ca).await
+    }
+
+    /// The scenario on `cluster`, which has `issuer_crds` installed.
+    async fn on(cluster: Cluster, issuer_crds: IssuerCrds, ca: Option<Ca>) -> anyhow::Result<Env> {
         let ca = match ca {
             Some(ca) => ca,
             None => Ca::simple(cluster.is_external()).await?,
         };
         let system = std::env::var("E2E_SYSTEM_NAMESPACE").unwrap_or_else(|_| "cfssl-issuer-system".into());
         cluster.ensure_namespace(&system).await?;
+        let trust = tempfile::tempdir()?;
+        let mut options = ManagerOptions::new(&cluster.kubeconfig, &system);
+        // The Go CRDs have no `spec.caBundle` (a create prunes it): their users make the
+        // manager trust the CA through its trust store.
+        if issuer_crds == IssuerCrds::Go
+            && let Some(file) = ca.tls_ca_file(trust.path())?
+        {
+            options = options.env("SSL_CERT_FILE", file.display().to_string());
+        }
         let manager = if cluster.is_external() {
             None
         } else {
-            Some(Manager::start(ManagerOptions::new(&cluster.kubeconfig, &system)).await?)
+            Some(Manager::start(options).await?)
         };
         let ns = cluster.namespace("e2e").await?;
         Ok(Env {
@@ -42,6 +63,7 @@ impl Env {
             _manager: manager,
             system,
             ns,
+            _trust: trust,
         })
     }
 
@@ -118,6 +140,95 @@ impl Env {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn issuer_and_cluster_issuer_sign_requests() -> anyhow::Result<()> {
     let env = Env::start(None).await?;
+    both_kinds_sign(&env).await
+}
+
+/// Users who keep the Go issuer's CRDs (their conditions have no `observedGeneration`, and
+/// server-side apply refuses a status that sets it): issuers become Ready, requests Issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_go_issuer_crds_both_kinds_sign_requests() -> anyhow::Result<()> {
+    let env = Env::start_with(IssuerCrds::Go, None).await?;
+    if env.cluster.is_external() {
+        return Ok(()); // a real cluster keeps the CRDs it has
+    }
+    env.with_manager_log(both_kinds_sign(&env).await)?;
+    let issuer = kube::Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns)
+        .get("team-ca")
+        .await?;
+    let ready = cfssl_issuer::api::ready_condition(issuer.status.as_ref()).expect("Ready");
+    assert_eq!(ready.observed_generation, None, "the Go schema cannot hold it");
+    Ok(())
+}
+
+/// Replacing the Go CRDs with ours while the manager runs: it notices the CRD change and
+/// checks its issuers again at once (not at the next health check, a minute away), so their
+/// conditions say again which generation they were computed for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upgrading_from_the_go_crds_rewrites_conditions_at_once() -> anyhow::Result<()> {
+    let env = Env::start_with(IssuerCrds::Go, None).await?;
+    if env.cluster.is_external() {
+        return Ok(());
+    }
+    env.issuer("team-ca", &env.ca.key_hex).await?;
+    objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
+    let crds = kube::Api::<CustomResourceDefinition>::all(env.client().clone());
+    for mut ours in cfssl_issuer::api::crds() {
+        let name = ours.metadata.name.clone().expect("named");
+        ours.metadata.resource_version = crds.get(&name).await?.metadata.resource_version;
+        crds.replace(&name, &Default::default(), &ours).await?;
+    }
+    let issuers = kube::Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns);
+    let rewritten =
+        e2e::harness::eventually(Duration::from_secs(15), "observedGeneration written", || async {
+            let issuer = issuers.get("team-ca").await.ok()?;
+            let ready = cfssl_issuer::api::ready_condition(issuer.status.as_ref())?;
+            (ready.observed_generation.is_some() && ready.observed_generation == issuer.metadata.generation)
+                .then_some(())
+        })
+        .await;
+    env.with_manager_log(rewritten)?;
+    env.issue_and_verify("after-upgrade", Kind::Issuer, "team-ca")
+        .await
+}
+
+/// The same where RBAC does not let the manager read the CRDs: it writes observedGeneration as
+/// with ours, learns from the API server's refusal not to, and says once that it cannot read
+/// the CRDs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_go_issuer_crds_unreadable_both_kinds_sign_requests() -> anyhow::Result<()> {
+    let cluster = Cluster::start_with(IssuerCrds::Go).await?;
+    let Some(server) = cluster.server() else {
+        return Ok(()); // a real cluster's RBAC is what it is
+    };
+    for verb in [Verb::Get, Verb::List, Verb::Watch] {
+        let denied = Fault::new(FaultKind::Forbidden)
+            .verb(verb)
+            .resource("customresourcedefinitions")
+            .times(u32::MAX);
+        server.inject(denied);
+    }
+    let env = Env::on(cluster, IssuerCrds::Go, None).await?;
+    env.with_manager_log(both_kinds_sign(&env).await)?;
+    let log = env._manager.as_ref().map(Manager::log).unwrap_or_default();
+    assert_eq!(log.matches("cannot read the CRD").count(), 1, "{log}");
+    // One refused write per kind teaches it for good; the watch's retries must not undo that.
+    let refused = log.matches("no longer writing it").count();
+    assert!((1..=2).contains(&refused), "{refused} refusals learned:\n{log}");
+    Ok(())
+}
+
+impl Env {
+    /// `result`, with the manager's log attached when it is an error.
+    fn with_manager_log(&self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+        result.map_err(|err| {
+            let log = self._manager.as_ref().map(Manager::log).unwrap_or_default();
+            err.context(format!("manager log:\n{log}"))
+        })
+    }
+}
+
+/// An Issuer and a ClusterIssuer become Ready and each signs a request.
+async fn both_kinds_sign(env: &Env) -> anyhow::Result<()> {
     env.issuer("team-ca", &env.ca.key_hex).await?;
     objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", "Checked", WAIT).await?;
 

@@ -8,6 +8,7 @@
 //! controller judges conditions by the same knowledge.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -109,6 +110,17 @@ pub fn learned_from_error(err: &watcher::Error) -> Option<ObservedGeneration> {
     (code == 403).then_some(ObservedGeneration::Unreadable)
 }
 
+/// Pure: what a denied read (403) leaves known, given what was known. It only replaces the
+/// not-yet-learned default: what a read or a refused write taught before stays (a refused
+/// write teaches `NotDeclared` for good, and flipping back would cost a refused write per
+/// retry of the watch).
+pub fn after_denial(known: ObservedGeneration) -> ObservedGeneration {
+    match known {
+        ObservedGeneration::Assumed => ObservedGeneration::Unreadable,
+        other => other,
+    }
+}
+
 /// Pure: whether the API server refused a status apply because the schema lacks
 /// `observedGeneration` (a CRD swapped for the Go one behind an unreadable CRD).
 pub fn refuses_observed_generation(err: &kube::Error) -> bool {
@@ -121,6 +133,8 @@ pub fn refuses_observed_generation(err: &kube::Error) -> bool {
 pub struct StatusSchemas {
     issuer: Arc<watch::Sender<ObservedGeneration>>,
     cluster_issuer: Arc<watch::Sender<ObservedGeneration>>,
+    /// Whether "cannot read the CRD" was logged: once per process is enough.
+    denied_logged: Arc<AtomicBool>,
 }
 
 impl Default for StatusSchemas {
@@ -129,6 +143,7 @@ impl Default for StatusSchemas {
         Self {
             issuer: new(),
             cluster_issuer: new(),
+            denied_logged: Arc::default(),
         }
     }
 }
@@ -195,7 +210,6 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let api = Api::<CustomResourceDefinition>::all(ctx.client.clone());
     let mut events = watcher(api, config).default_backoff().boxed();
-    let mut denied_logged = false;
     while let Some(event) = events.next().await {
         let learned = match event {
             Ok(watcher::Event::Apply(crd) | watcher::Event::InitApply(crd)) => Some(declared_by(&crd)),
@@ -203,8 +217,7 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
             Ok(_) => None,
             Err(err) => {
                 let learned = learned_from_error(&err);
-                if learned.is_some() && !denied_logged {
-                    denied_logged = true;
+                if learned.is_some() && !ctx.status_schemas.denied_logged.swap(true, Ordering::Relaxed) {
                     tracing::warn!(crd = %name, error = %err,
                         "cannot read the CRD; writing observedGeneration, and counting conditions without it as current");
                 } else if learned.is_none() {
@@ -213,6 +226,10 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
                 learned
             }
         };
+        let learned = learned.map(|value| match value {
+            ObservedGeneration::Unreadable => after_denial(ctx.status_schemas.get(kind)),
+            value => value,
+        });
         if let Some(value) = learned
             && ctx.status_schemas.set(kind, value)
         {
@@ -340,6 +357,19 @@ mod tests {
         ];
         for (err, want) in cases {
             assert_eq!(learned_from_error(&err), want, "{err}");
+        }
+    }
+
+    #[test]
+    fn a_denied_read_replaces_only_the_default() {
+        let cases = [
+            (Assumed, Unreadable),
+            (Unreadable, Unreadable),
+            (Declared, Declared),
+            (NotDeclared, NotDeclared),
+        ];
+        for (known, want) in cases {
+            assert_eq!(after_denial(known), want, "{known:?}");
         }
     }
 

@@ -115,6 +115,8 @@ pub enum FaultKind {
     /// 429 TooManyRequests with `Retry-After`.
     #[serde(rename_all = "camelCase")]
     TooManyRequests { retry_after_seconds: u32 },
+    /// 403 Forbidden, as RBAC denies a request its rules do not grant.
+    Forbidden,
 }
 
 /// Makes the next `times` requests matching `verb` and `resource` (None matches any) fail.
@@ -176,6 +178,10 @@ impl Fault {
             FaultKind::TooManyRequests { retry_after_seconds } => {
                 ApiError::too_many_requests(retry_after_seconds)
             }
+            FaultKind::Forbidden => ApiError::new(
+                Reason::Forbidden,
+                format!("{resource} is forbidden: injected fault: the user cannot access it"),
+            ),
         }
     }
 }

@@ -22,7 +22,9 @@
 //! - **Server-side apply** (`apply.rs`) tracks each apply manager's last configuration instead of
 //!   `managedFields` (which are never returned). List-maps merge by key (schema markers, plus
 //!   `conditions` by `type`); fields a manager stops applying are removed unless another apply
-//!   manager sets them; conflicts are reported only between apply managers.
+//!   manager sets them; conflicts are reported only between apply managers. As on a real
+//!   server, an applied field the schema does not declare fails the apply (500, "field not
+//!   declared in schema") where other writes prune it.
 //! - **Validation** (`schema.rs`) defaults, prunes and checks types, `required`, `enum` and
 //!   `nullable`, but not formats, patterns, bounds or CEL rules.
 //! - **Garbage collection** is synchronous and background-only (foreground acts as background);
@@ -31,7 +33,7 @@
 //!   pages show current data, but report the first page's resourceVersion so watches replay).
 //! - **Strategic merge patch** knows only the merge keys of the built-in kinds served here, and
 //!   acts as a merge patch on custom resources (a real server answers 415 there).
-//! - No RBAC, admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
+//! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
 //!   schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
 
 mod apply;

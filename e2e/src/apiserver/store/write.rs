@@ -302,7 +302,7 @@ impl Store {
         req: &ApplyRequest,
     ) -> ApiResult<(Value, bool)> {
         let (owned, precondition) = apply_scope(rt, name, req.sub, config)?;
-        typed_check(rt, ns, name, &owned)?;
+        schema::typed_check(rt, ns, name, &owned)?;
         let key = ns_key(rt, ns, name);
         let Ok(entry) = self.entry(rt, &key) else {
             return self.apply_create(rt, ns, name, owned, req);
@@ -419,35 +419,6 @@ fn apply_scope(rt: &ResourceType, name: &str, sub: Sub, config: Value) -> ApiRes
         }
     }
     Ok((owned, precondition))
-}
-
-/// Server-side apply types the configuration against the schema before it merges anything:
-/// a field the schema does not declare fails the whole apply (create, update and the other
-/// patches prune it instead). kube-apiserver reports this as a plain error, so the answer is
-/// a 500 without a reason (kubernetes/kubernetes#139253; #139255 proposes a 400).
-fn typed_check(rt: &ResourceType, ns: Option<&str>, name: &str, owned: &Value) -> ApiResult<()> {
-    let Some(schema) = &rt.schema else {
-        return Ok(());
-    };
-    let errors: Vec<String> = schema::undeclared(schema, owned)
-        .into_iter()
-        .map(|path| format!("{path}: field not declared in schema"))
-        .collect();
-    let listed = match errors.as_slice() {
-        [] => return Ok(()),
-        [one] => one.clone(),
-        many => format!("errors:\n  {}", many.join("\n  ")),
-    };
-    Err(ApiError::new(
-        Reason::Unknown,
-        format!(
-            "failed to create typed patch object ({}/{name}; {}/{}, Kind={}): {listed}",
-            ns.unwrap_or_default(),
-            rt.group,
-            rt.version,
-            rt.kind
-        ),
-    ))
 }
 
 /// Server-set fields of a new object, and what a create may not set.
