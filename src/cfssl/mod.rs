@@ -2,6 +2,7 @@
 //! health probe, ordered failover across URLs, TLS with per-issuer trust, timeouts and a cap on
 //! answer size. Errors are classified here, once, for the controllers (see [`Class`]).
 
+mod answer;
 mod auth;
 mod client;
 mod endpoints;

@@ -1,0 +1,174 @@
+//! One HTTP answer from a CFSSL URL: read within the size limit, then turned into a result or
+//! a classified [`Error`] (transport, TLS, timeout, a body that is not CFSSL's, a refusal).
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde::de::DeserializeOwned;
+
+use super::error::{Call, Error, classify_refusal};
+use super::wire::Envelope;
+
+/// Where an error happened, to build the error variants.
+pub(super) struct ErrorContext {
+    pub(super) call: Call,
+    pub(super) url: String,
+    pub(super) label: String,
+}
+
+impl ErrorContext {
+    pub(super) fn transport(&self, err: reqwest::Error, timeout: Duration) -> Error {
+        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        // Our own (redacted) URL names the endpoint; reqwest's could carry credentials.
+        let err = err.without_url();
+        // A connection that could not be made carried nothing: it is unreachable, not quiet,
+        // even when making it timed out.
+        if err.is_timeout() && !err.is_connect() {
+            return Error::Timeout {
+                call,
+                url,
+                label,
+                timeout,
+            };
+        }
+        let detail = source_chain(&err);
+        if is_tls_failure(&err) {
+            Error::Tls {
+                call,
+                url,
+                label,
+                detail,
+            }
+        } else {
+            Error::Unreachable {
+                call,
+                url,
+                label,
+                detail,
+            }
+        }
+    }
+
+    pub(super) fn too_large(&self, limit: usize) -> Error {
+        Error::TooLarge {
+            call: self.call,
+            url: self.url.clone(),
+            label: self.label.clone(),
+            limit,
+        }
+    }
+
+    pub(super) fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
+        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
+            Ok(envelope) => envelope,
+            Err(e) if status.is_success() => {
+                return Err(Error::Malformed {
+                    call,
+                    url,
+                    label,
+                    detail: e.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(Error::Http {
+                    call,
+                    url,
+                    label,
+                    status: status.as_u16(),
+                    snippet: snippet(bytes),
+                });
+            }
+        };
+        match envelope.result {
+            Some(result) if envelope.success && status.is_success() => Ok(result),
+            _ if envelope.success && status.is_success() => Err(Error::Malformed {
+                call,
+                url,
+                label,
+                detail: "success without a result".into(),
+            }),
+            _ => {
+                let first = envelope.errors.into_iter().next();
+                let (code, message) =
+                    first.map_or((0, "no error message".to_string()), |m| (m.code, m.message));
+                let status = status.as_u16();
+                let class = classify_refusal(call, status, &message, true);
+                Err(Error::Refused {
+                    call,
+                    url,
+                    label,
+                    status,
+                    code,
+                    message,
+                    class,
+                })
+            }
+        }
+    }
+}
+
+/// The first bytes of a non-CFSSL body, printable, for error messages.
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+fn source_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = Vec::new();
+    let mut next = err.source();
+    while let Some(e) = next {
+        parts.push(e.to_string());
+        next = e.source();
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
+}
+
+/// Whether a rustls error sits anywhere in the chain; `io::Error` hides its payload from
+/// `source()`, so it is unwrapped by hand.
+fn is_tls_failure(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.is::<rustls::Error>() {
+            return true;
+        }
+        if let Some(inner) = e.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref())
+            && (inner.is::<rustls::Error>() || is_tls_failure(inner))
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+pub(super) enum ReadError {
+    TooLarge,
+    Transport(reqwest::Error),
+}
+
+/// Reads a body but never more than `limit` bytes, so a CA streaming garbage cannot balloon us.
+pub(super) async fn read_limited(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, ReadError> {
+    if response.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(ReadError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(ReadError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
