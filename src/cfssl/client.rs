@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{ErrorContext, ReadError, read_limited};
 use super::endpoints::{display_base, redact_list};
-use super::error::{Call, Class, Error, IssuerFault, classify_refusal};
+use super::error::{Call, Class, Error, IssuerFault};
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
 use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
@@ -249,42 +249,12 @@ impl Client {
 
     /// `bad request` from authsign means an unknown label or a refused CSR; `/info` tells which.
     async fn disambiguate_bad_request(&self, err: Error) -> Error {
-        let Error::Refused {
-            call,
-            url,
-            label,
-            status,
-            code,
-            message,
-            ..
-        } = err
-        else {
+        if !err.is_refusal("bad request") {
             return err;
-        };
-        if message != "bad request" {
-            let class = classify_refusal(call, status, &message, true);
-            return Error::Refused {
-                call,
-                url,
-                label,
-                status,
-                code,
-                message,
-                class,
-            };
         }
         let label_known =
             !matches!(self.info().await, Err(e) if e.class() == Class::Issuer(IssuerFault::Config));
-        let class = classify_refusal(call, status, &message, label_known);
-        Error::Refused {
-            call,
-            url,
-            label,
-            status,
-            code,
-            message,
-            class,
-        }
+        err.with_label_known(label_known)
     }
 
     /// The outer authsign body for `csr` (the inner request is signed exactly as sent).
@@ -376,27 +346,6 @@ impl Client {
 
 /// In the credential probe, `bad request` can only mean an unknown label: the CSR was empty.
 fn probe_error(err: Error) -> Error {
-    match err {
-        Error::Refused {
-            call,
-            url,
-            label,
-            status,
-            code,
-            message,
-            ..
-        } => {
-            let class = classify_refusal(call, status, &message, message != "bad request");
-            Error::Refused {
-                call,
-                url,
-                label,
-                status,
-                code,
-                message,
-                class,
-            }
-        }
-        other => other,
-    }
+    let label_known = !err.is_refusal("bad request");
+    err.with_label_known(label_known)
 }

@@ -140,6 +140,39 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether the CA refused with exactly `message`.
+    pub fn is_refusal(&self, message: &str) -> bool {
+        matches!(self, Error::Refused { message: m, .. } if m == message)
+    }
+
+    /// The same refusal classified again, now that the client knows whether the CA knows the
+    /// label (see [`classify_refusal`]); any other error is returned as it is.
+    pub fn with_label_known(self, label_known: bool) -> Self {
+        match self {
+            Error::Refused {
+                call,
+                url,
+                label,
+                status,
+                code,
+                message,
+                ..
+            } => {
+                let class = classify_refusal(call, status, &message, label_known);
+                Error::Refused {
+                    call,
+                    url,
+                    label,
+                    status,
+                    code,
+                    message,
+                    class,
+                }
+            }
+            other => other,
+        }
+    }
+
     pub fn class(&self) -> Class {
         match self {
             Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
