@@ -215,6 +215,10 @@ pub fn outcome(
         Err(err) => err,
     };
     match err.class() {
+        // Refused here, before any CA call: the CA never saw it.
+        Class::Permanent if matches!(err, CfsslError::Csr(_)) => {
+            Outcome::Failed(format!("the request cannot be signed: {err}"))
+        }
         Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
         Class::Issuer(_) => Outcome::IssuerFault {
             message: format!("the issuer is misconfigured: {err}"),
@@ -685,12 +689,10 @@ mod tests {
             assert!(want(&got), "{row}: got {got:?}");
         }
         let bad_csr = CfsslError::Csr(CsrError::NotPem("x".into()));
-        assert!(
-            matches!(
-                outcome(Err(&bad_csr), Some(created), soon, max),
-                Outcome::Failed(_)
-            ),
-            "garbage CSR is permanent"
+        assert_eq!(
+            outcome(Err(&bad_csr), Some(created), soon, max),
+            Outcome::Failed("the request cannot be signed: the CSR is not PEM: x".into()),
+            "garbage CSR is permanent, and the message does not blame the CA"
         );
     }
 
