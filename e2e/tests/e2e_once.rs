@@ -18,40 +18,27 @@ use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use e2e::apiserver::{AuditEntry, Verb};
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually, load};
+use e2e::harness::{Manager, ManagerOptions, OwnManagers, SYSTEM, eventually, load};
 
 const WAIT: Duration = Duration::from_secs(120);
 const ISSUER: &str = "team-ca";
-const SYSTEM: &str = "cfssl-issuer-system";
 const LEASE_NAME: &str = "51059ce8.wikimedia.org";
 const LEASE_SECONDS: u64 = 3;
 
-struct Env {
-    cluster: Cluster,
-    ca: Ca,
-    ns: String,
+/// The shared scenario, plus what these tests do with it.
+struct Env(OwnManagers);
+
+impl std::ops::Deref for Env {
+    type Target = OwnManagers;
+    fn deref(&self) -> &OwnManagers {
+        &self.0
+    }
 }
 
 impl Env {
     /// `None` against a real cluster.
     async fn start() -> anyhow::Result<Option<Env>> {
-        if std::env::var_os("E2E_KUBECONFIG").is_some() {
-            eprintln!("skipped against a real cluster: this scenario runs its own managers");
-            return Ok(None);
-        }
-        let cluster = Cluster::start().await?;
-        let ca = Ca::simple(false).await?;
-        cluster.ensure_namespace(SYSTEM).await?;
-        let ns = cluster.namespace("once").await?;
-        Ok(Some(Env { cluster, ca, ns }))
-    }
-
-    fn client(&self) -> &kube::Client {
-        &self.cluster.client
-    }
-
-    fn server(&self) -> &e2e::apiserver::TestServer {
-        self.cluster.server().expect("in-process API server")
+        Ok(OwnManagers::start("once").await?.map(Env))
     }
 
     /// The Issuer and its Secret; `url` overrides the CA's.
@@ -111,7 +98,7 @@ async fn issuer_churn_during_500_requests_signs_each_once() -> anyhow::Result<()
     let Some(env) = Env::start().await? else {
         return Ok(());
     };
-    let options = ManagerOptions::new(&env.cluster.kubeconfig, SYSTEM).arg("--health-check-interval=100ms");
+    let options = env.options().arg("--health-check-interval=100ms");
     let manager = Manager::start(options).await?;
     env.create_issuer(None).await?;
     let requests = load::requests("churn", N)?;
@@ -358,7 +345,7 @@ async fn sigterm_while_a_slow_ca_signs_saves_the_certificate() -> anyhow::Result
         return Ok(());
     };
     let proxy = SlowProxy::start(&env.ca.url).await?;
-    let mut first = Manager::start(ManagerOptions::new(&env.cluster.kubeconfig, SYSTEM)).await?;
+    let mut first = Manager::start(env.options()).await?;
     env.create_issuer(Some(&proxy.url)).await?;
 
     proxy.set_delay(Duration::from_secs(3));
@@ -387,7 +374,7 @@ async fn sigterm_while_a_slow_ca_signs_saves_the_certificate() -> anyhow::Result
     assert_eq!(env.ca.issued_count(), Some(1));
 
     proxy.set_delay(Duration::ZERO);
-    let second = Manager::start(ManagerOptions::new(&env.cluster.kubeconfig, SYSTEM)).await?;
+    let second = Manager::start(env.options()).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let again = objects::get_request(env.client(), &env.ns, &requests[0].0).await?;
     assert_eq!(

@@ -17,7 +17,7 @@ use x509_parser::prelude::*;
 use e2e::apiserver::{Count, Verb};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::scrape::{Exposition, scrape};
-use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, eventually};
+use e2e::harness::{Csr, Manager, ManagerOptions, OwnManagers, SYSTEM, eventually};
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
@@ -26,44 +26,20 @@ const LEASE_NAME: &str = "51059ce8.wikimedia.org";
 /// Short, so takeovers stay quick in CI.
 const LEASE_SECONDS: u64 = 3;
 
-struct Env {
-    cluster: Cluster,
-    ca: Ca,
-    /// Cluster resource namespace, and where the Lease lives.
-    system: String,
-    ns: String,
+/// The shared scenario, plus what these tests do with it.
+struct Env(OwnManagers);
+
+impl std::ops::Deref for Env {
+    type Target = OwnManagers;
+    fn deref(&self) -> &OwnManagers {
+        &self.0
+    }
 }
 
 impl Env {
     /// `None` against a real cluster, where the suite cannot start or kill managers.
     async fn start() -> anyhow::Result<Option<Env>> {
-        if std::env::var_os("E2E_KUBECONFIG").is_some() {
-            eprintln!("skipped against a real cluster: this scenario runs its own managers");
-            return Ok(None);
-        }
-        let cluster = Cluster::start().await?;
-        let ca = Ca::simple(false).await?;
-        let system = "cfssl-issuer-system".to_string();
-        cluster.ensure_namespace(&system).await?;
-        let ns = cluster.namespace("ops").await?;
-        Ok(Some(Env {
-            cluster,
-            ca,
-            system,
-            ns,
-        }))
-    }
-
-    fn client(&self) -> &kube::Client {
-        &self.cluster.client
-    }
-
-    fn server(&self) -> &e2e::apiserver::TestServer {
-        self.cluster.server().expect("in-process API server")
-    }
-
-    fn options(&self) -> ManagerOptions {
-        ManagerOptions::new(&self.cluster.kubeconfig, &self.system)
+        Ok(OwnManagers::start("ops").await?.map(Env))
     }
 
     /// A manager that competes for the Lease as `name` (its identity is `name_<random>`).
@@ -71,7 +47,7 @@ impl Env {
         self.options()
             .arg("--enable-leader-election")
             .arg("--leader-election-namespace")
-            .arg(&self.system)
+            .arg(SYSTEM)
             .arg("--leader-election-lease-duration")
             .arg(format!("{LEASE_SECONDS}s"))
             .env("POD_NAME", name)
@@ -127,7 +103,7 @@ impl Env {
     }
 
     fn leases(&self) -> Api<Lease> {
-        Api::namespaced(self.client().clone(), &self.system)
+        Api::namespaced(self.client().clone(), SYSTEM)
     }
 
     /// The Lease's holderIdentity, if the Lease exists and is held.
@@ -216,7 +192,7 @@ async fn startup_survives_api_errors_but_not_missing_crds() -> anyhow::Result<()
 
     // A server without our CRDs answers 404.
     let bare = e2e::apiserver::TestServer::start(e2e::apiserver::Options::default()).await?;
-    let mut options = ManagerOptions::new(bare.kubeconfig_path(), &env.system);
+    let mut options = ManagerOptions::new(bare.kubeconfig_path(), SYSTEM);
     options.wait_ready = false;
     let mut missing = Manager::start(options).await?;
     let status = missing.wait_exit(Duration::from_secs(30)).await?;
@@ -390,7 +366,7 @@ async fn standby_writes_nothing_while_another_holds_the_lease() -> anyhow::Resul
     };
     let now = || serde_json::to_value(MicroTime(k8s_openapi::jiff::Timestamp::now())).expect("time");
     let lease: Lease = serde_json::from_value(json!({
-        "metadata": {"name": LEASE_NAME, "namespace": env.system},
+        "metadata": {"name": LEASE_NAME, "namespace": SYSTEM},
         "spec": {
             "holderIdentity": "another-replica", "leaseDurationSeconds": LEASE_SECONDS,
             "acquireTime": now(), "renewTime": now(),

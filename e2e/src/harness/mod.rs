@@ -17,6 +17,7 @@ mod crds;
 pub mod load;
 mod manager;
 pub mod objects;
+mod own_managers;
 mod pki;
 pub mod scrape;
 
@@ -26,6 +27,7 @@ pub use ca::{Backend, Ca};
 pub use cluster::Cluster;
 pub use crds::{IssuerCrds, go_issuer_crds};
 pub use manager::{Manager, ManagerOptions, manager_binary};
+pub use own_managers::{OwnManagers, SYSTEM};
 pub use pki::{Csr, cert_matches_key, openssl_verify, parse_leaf};
 
 /// The HMAC key every test CA here is configured with.
