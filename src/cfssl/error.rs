@@ -147,30 +147,18 @@ impl Error {
 
     /// The same refusal classified again, now that the client knows whether the CA knows the
     /// label (see [`classify_refusal`]); any other error is returned as it is.
-    pub fn with_label_known(self, label_known: bool) -> Self {
-        match self {
-            Error::Refused {
-                call,
-                url,
-                label,
-                status,
-                code,
-                message,
-                ..
-            } => {
-                let class = classify_refusal(call, status, &message, label_known);
-                Error::Refused {
-                    call,
-                    url,
-                    label,
-                    status,
-                    code,
-                    message,
-                    class,
-                }
-            }
-            other => other,
+    pub fn with_label_known(mut self, label_known: bool) -> Self {
+        if let Error::Refused {
+            call,
+            status,
+            message,
+            class,
+            ..
+        } = &mut self
+        {
+            *class = classify_refusal(*call, *status, message, label_known);
         }
+        self
     }
 
     pub fn class(&self) -> Class {
