@@ -6,6 +6,7 @@
 pub mod api;
 pub mod cfssl;
 pub mod cli;
+pub mod clock;
 pub mod controllers;
 pub mod manager;
 pub mod pki;

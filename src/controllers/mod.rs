@@ -59,12 +59,7 @@ impl Config {
     }
 }
 
-/// The time source, injected so decisions can be tested at any instant.
-pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
-
-pub fn system_clock() -> Clock {
-    Arc::new(Timestamp::now)
-}
+pub use crate::clock::{Clock, system_clock};
 
 /// A request to check an issuer again now, sent by the request controller when the CA blames
 /// the issuer.
