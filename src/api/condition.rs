@@ -1,8 +1,11 @@
-//! Status conditions on our Issuer and ClusterIssuer, and the `Ready` reasons we write.
+//! The conditions the manager writes, on any kind, and the `Ready` reasons of our issuers.
 //!
-//! The shape is `metav1.Condition` with the Go issuer's looser rules: only `type` and `status`
-//! are required, so every status the Go controller wrote still parses. Helpers are pure and take
-//! `now`, so transitions are testable without a clock.
+//! [`Condition`] is `metav1.Condition` with the Go issuer's looser rules: only `type` and
+//! `status` are required, so every status the Go controller wrote still parses. It is what every
+//! controller applies; conditions read from cert-manager's kinds are
+//! [`crate::api::certmanager::Condition`]. Both are [`ConditionLike`], and one rule,
+//! [`Condition::with_transition_from`], carries a transition time over for all of them.
+//! Helpers are pure and take `now`, so transitions are testable without a clock.
 
 use std::fmt;
 
@@ -33,6 +36,32 @@ impl ConditionStatus {
             Self::False => "False",
             Self::Unknown => "Unknown",
         }
+    }
+
+    /// The status named by `status`, if it is one of the three.
+    pub fn parse(status: &str) -> Option<Self> {
+        [Self::True, Self::False, Self::Unknown]
+            .into_iter()
+            .find(|s| s.as_str() == status)
+    }
+}
+
+/// What every condition has, whoever wrote it: enough to carry a transition time over.
+pub trait ConditionLike {
+    fn type_(&self) -> &str;
+    fn status(&self) -> &str;
+    fn last_transition_time(&self) -> Option<&Time>;
+}
+
+impl ConditionLike for Condition {
+    fn type_(&self) -> &str {
+        &self.type_
+    }
+    fn status(&self) -> &str {
+        self.status.as_str()
+    }
+    fn last_transition_time(&self) -> Option<&Time> {
+        self.last_transition_time.as_ref()
     }
 }
 
@@ -110,14 +139,15 @@ impl Condition {
     }
 
     /// Keeps `previous`'s transition time when the status did not change: the time says when
-    /// the state began, not when it was last confirmed.
-    pub fn with_transition_from(mut self, previous: Option<&Condition>) -> Self {
+    /// the state began, not when it was last confirmed. The one transition rule, for every
+    /// kind of condition.
+    pub fn with_transition_from(mut self, previous: Option<&impl ConditionLike>) -> Self {
         if let Some(previous) = previous
-            && previous.type_ == self.type_
-            && previous.status == self.status
-            && previous.last_transition_time.is_some()
+            && previous.type_() == self.type_
+            && previous.status() == self.status.as_str()
+            && let Some(time) = previous.last_transition_time()
         {
-            self.last_transition_time = previous.last_transition_time.clone();
+            self.last_transition_time = Some(time.clone());
         }
         self
     }
@@ -126,26 +156,6 @@ impl Condition {
 /// The condition of `type_`, if present.
 pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)
-}
-
-/// Puts `new` in place of the condition of the same type (or appends it), keeping the old
-/// transition time when the status is unchanged. Returns whether the list changed, so callers
-/// can skip a write that would say nothing new.
-pub fn set_condition(conditions: &mut Vec<Condition>, new: Condition) -> bool {
-    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
-        Some(existing) => {
-            let new = new.with_transition_from(Some(existing));
-            if *existing == new {
-                return false;
-            }
-            *existing = new;
-            true
-        }
-        None => {
-            conditions.push(new);
-            true
-        }
-    }
 }
 
 /// Why an issuer is, or is not, `Ready`. Each variant names who has to act.
@@ -252,8 +262,26 @@ mod tests {
         assert_eq!(ReadyReason::TlsError.as_str(), "TLSError");
     }
 
+    /// Puts `new` in place of the condition of its type (or appends it), as a status apply
+    /// of one condition does to the list; returns whether the list changed.
+    fn apply_one(conditions: &mut Vec<Condition>, new: Condition) -> bool {
+        let existing = conditions.iter_mut().find(|c| c.type_ == new.type_);
+        let new = new.with_transition_from(existing.as_deref());
+        match existing {
+            Some(existing) if *existing == new => false,
+            Some(existing) => {
+                *existing = new;
+                true
+            }
+            None => {
+                conditions.push(new);
+                true
+            }
+        }
+    }
+
     #[test]
-    fn set_condition_table() {
+    fn transition_table() {
         use ConditionStatus::{False, True};
         struct Case {
             name: &'static str,
@@ -319,7 +347,7 @@ mod tests {
         ];
         for case in cases {
             let mut list = case.before;
-            assert_eq!(set_condition(&mut list, case.new), case.changed, "{}", case.name);
+            assert_eq!(apply_one(&mut list, case.new), case.changed, "{}", case.name);
             assert_eq!(list, case.after, "{}", case.name);
         }
     }

@@ -366,14 +366,6 @@ pub fn ready_condition(status: Option<&IssuerStatus>) -> Option<&Condition> {
     status.and_then(|s| find_condition(&s.conditions, READY))
 }
 
-/// `Ready=True`, computed for the issuer's current spec: a Ready left over from an older
-/// generation does not count, the new spec has not been checked yet.
-pub fn is_ready_current<K: AnyIssuer>(issuer: &K) -> bool {
-    ready_condition(issuer.status()).is_some_and(|c| {
-        c.is_true() && c.observed_generation.is_some() && c.observed_generation == issuer.meta().generation
-    })
-}
-
 /// Our two CRDs, Issuer first.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![Issuer::crd(), ClusterIssuer::crd()]
@@ -414,46 +406,6 @@ mod tests {
         for (group, kind, want) in cases {
             let want = want.map(|r| r.map_err(String::from));
             assert_eq!(IssuerKind::for_ref(group, kind), want, "{group:?} {kind:?}");
-        }
-    }
-
-    fn issuer(generation: Option<i64>, ready: Option<(ReadyReason, Option<i64>)>) -> Issuer {
-        let mut issuer = Issuer::new("i", IssuerSpec::default());
-        issuer.metadata.generation = generation;
-        issuer.status = ready.map(|(reason, observed)| IssuerStatus {
-            conditions: vec![Condition::ready(reason, "", Timestamp::UNIX_EPOCH, observed)],
-        });
-        issuer
-    }
-
-    #[test]
-    fn is_ready_current_table() {
-        use ReadyReason::{CaUnreachable, Checked};
-        let cases = [
-            ("no status", issuer(Some(1), None), false),
-            (
-                "ready for this generation",
-                issuer(Some(2), Some((Checked, Some(2)))),
-                true,
-            ),
-            (
-                "ready for an older generation",
-                issuer(Some(3), Some((Checked, Some(2)))),
-                false,
-            ),
-            (
-                "not ready",
-                issuer(Some(2), Some((CaUnreachable, Some(2)))),
-                false,
-            ),
-            (
-                "ready without observedGeneration (Go controller)",
-                issuer(Some(1), Some((Checked, None))),
-                false,
-            ),
-        ];
-        for (name, issuer, want) in cases {
-            assert_eq!(is_ready_current(&issuer), want, "{name}");
         }
     }
 

@@ -2,7 +2,7 @@
 //!
 //! - [`Issuer`] / [`ClusterIssuer`] share [`IssuerSpec`] and [`IssuerStatus`]; [`AnyIssuer`]
 //!   and [`IssuerKind`] let the controllers treat both through one code path.
-//! - [`Condition`], [`set_condition`] and [`ReadyReason`] keep `status.conditions` honest.
+//! - [`Condition`] (with its one transition rule) and [`ReadyReason`] keep `status.conditions` honest.
 //! - [`certmanager`] holds the cert-manager kinds we read and whose status we write.
 //! - [`crds_yaml`] prints our two CRDs (the `crd` subcommand).
 
@@ -10,10 +10,10 @@ pub mod certmanager;
 mod condition;
 mod issuer;
 
-pub use condition::{Condition, ConditionStatus, READY, ReadyReason, find_condition, set_condition};
+pub use condition::{Condition, ConditionLike, ConditionStatus, READY, ReadyReason, find_condition};
 pub use issuer::{
     AnyIssuer, ClusterIssuer, GROUP, Issuer, IssuerKind, IssuerSpec, IssuerStatus, VERSION, crds, crds_yaml,
-    is_ready_current, ready_condition,
+    ready_condition,
 };
 // `spec()` and `status()` on `AnyIssuer` come from these.
 pub use kube::core::object::{HasSpec, HasStatus};

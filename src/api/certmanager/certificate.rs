@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{IssuerRef, Unknown, is_true};
+use super::{Condition, IssuerRef, Unknown};
 
 /// The certificate wanted, where to keep it, and when to renew it.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -271,7 +271,7 @@ pub struct NameConstraintItem {
 pub struct CertificateStatus {
     /// `Ready` and `Issuing`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<CertificateCondition>,
+    pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_failure_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -293,35 +293,9 @@ pub struct CertificateStatus {
     pub unknown: Unknown,
 }
 
-/// A Certificate condition; `observedGeneration` is the generation it was computed for.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CertificateCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(flatten)]
-    pub unknown: Unknown,
-}
-
-impl CertificateCondition {
-    pub fn is_true(&self) -> bool {
-        is_true(&self.status)
-    }
-}
-
 impl Certificate {
     /// The condition of `type_`, if there is a status and it has one.
-    pub fn condition(&self, type_: &str) -> Option<&CertificateCondition> {
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.status
             .as_ref()
             .and_then(|s| s.conditions.iter().find(|c| c.type_ == type_))
@@ -329,6 +303,6 @@ impl Certificate {
 
     /// Whether the condition of `type_` is present with status `True`.
     pub fn has_true(&self, type_: &str) -> bool {
-        self.condition(type_).is_some_and(CertificateCondition::is_true)
+        self.condition(type_).is_some_and(Condition::is_true)
     }
 }

@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{IssuerRef, Unknown, bytes, is_true};
+use super::{Condition, IssuerRef, Unknown, bytes};
 
 /// What is asked of the issuer. Immutable after creation (cert-manager's webhook enforces it).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -55,7 +55,7 @@ pub struct CertificateRequestSpec {
 pub struct CertificateRequestStatus {
     /// `Ready` (ours to write), `Approved`/`Denied` (the approver's), `InvalidRequest`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub conditions: Vec<CertificateRequestCondition>,
+    pub conditions: Vec<Condition>,
     /// PEM leaf certificate followed by its chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "bytes")]
@@ -71,46 +71,22 @@ pub struct CertificateRequestStatus {
     pub unknown: Unknown,
 }
 
-/// A CertificateRequest condition. Unlike a Certificate's it has no `observedGeneration`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CertificateRequestCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    #[serde(flatten)]
-    pub unknown: Unknown,
-}
-
-impl CertificateRequestCondition {
-    pub fn is_true(&self) -> bool {
-        is_true(&self.status)
-    }
-}
-
 impl CertificateRequestStatus {
     /// The condition of `type_`, if present.
-    pub fn condition(&self, type_: &str) -> Option<&CertificateRequestCondition> {
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.conditions.iter().find(|c| c.type_ == type_)
     }
 }
 
 impl CertificateRequest {
     /// The condition of `type_`, if there is a status and it has one.
-    pub fn condition(&self, type_: &str) -> Option<&CertificateRequestCondition> {
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.status.as_ref().and_then(|s| s.condition(type_))
     }
 
     /// Whether the condition of `type_` is present with status `True`.
     pub fn has_true(&self, type_: &str) -> bool {
         self.condition(type_)
-            .is_some_and(CertificateRequestCondition::is_true)
+            .is_some_and(Condition::is_true)
     }
 }
