@@ -13,7 +13,7 @@ use std::time::Instant;
 use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use cfssl_issuer::controllers::certificaterequest::decide::Signing;
-use cfssl_issuer::controllers::{Config, Context, certificaterequest};
+use cfssl_issuer::controllers::{Config, Contexts, certificaterequest};
 use cfssl_issuer::pki::Chain;
 use http::{Request, Response};
 use kube::client::Body;
@@ -109,7 +109,7 @@ fn main() {
         let client = api_double(serde_json::to_vec(&request(0)).unwrap());
         let metrics = Arc::new(cfssl_issuer::telemetry::Metrics::default());
         let clock = cfssl_issuer::controllers::system_clock();
-        let (ctx, _rechecks) = Context::new(
+        let (ctx, _rechecks) = Contexts::new(
             client,
             Config::new("cfssl-system"),
             clock,
@@ -117,15 +117,15 @@ fn main() {
             cluster_issuers,
             metrics,
         );
-        let ctx = Arc::new(ctx);
+        let ctx = ctx.requests;
         let chain = chain();
         let requests: Vec<Arc<CertificateRequest>> = (0..n)
             .map(|i| Arc::new(serde_json::from_value(request(i)).unwrap()))
             .collect();
         {
-            let mut unsaved = ctx.unsaved.lock().unwrap();
             for i in 0..n {
-                unsaved.insert(format!("uid-{i}"), Signing::Unsaved(chain.clone()));
+                ctx.signings
+                    .insert(&format!("uid-{i}"), Signing::Unsaved(chain.clone()));
             }
         }
 
@@ -137,9 +137,8 @@ fn main() {
         }
         let elapsed = start.elapsed();
         assert!(
-            ctx.unsaved
-                .lock()
-                .unwrap()
+            ctx.signings
+                .snapshot()
                 .values()
                 .all(|s| matches!(s, Signing::Saved { .. })),
             "every request was written"

@@ -269,7 +269,7 @@ where
         .with_identity(&identity)
         .with_duration(duration)
         .with_grace((duration / 3).max(1))
-        .with_field_manager(controllers::FIELD_MANAGER)
+        .with_field_manager(controllers::status::FieldManager::LEADER_ELECTION.as_str())
         .build()
         .await
     {

@@ -47,7 +47,7 @@ async fn issuer_check(backend: Backend, key: &str, profile: &str) -> (Value, Act
     let ca = Ca::start(backend, false).await;
     let (ctx, mut api) = context(vec![], vec![]);
     let issuer = ca_issuer(&ca, profile);
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     expect_secret_read(&mut api, "apps", &secret(key, "1")).await;
     let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
     let condition = body["status"]["conditions"][0].clone();
@@ -60,7 +60,10 @@ async fn happy_path(backend: Backend) {
     let (ctx, mut api) = context(vec![checked(ca_issuer(&ca, "server"))], vec![]);
     let (csr_pem, key) = csr("web.apps.example.org");
     let cr = approved_request(&csr_pem);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "Issued").await;
@@ -116,7 +119,10 @@ async fn garbage_csr_fails_for_good(backend: Backend) {
     let cr = approved_request(
         "-----BEGIN CERTIFICATE REQUEST-----\nZ2FyYmFnZQ==\n-----END CERTIFICATE REQUEST-----\n",
     );
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "PermanentError").await;
@@ -131,7 +137,10 @@ async fn key_rotated_at_the_ca_blames_the_issuer(backend: Backend) {
     let (ctx, mut api, mut rechecks) = context_with_rechecks(vec![checked(ca_issuer(&ca, "server"))], vec![]);
     let (csr_pem, _) = csr("web.apps.example.org");
     let cr = approved_request(&csr_pem);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(WRONG_KEY_HEX, "2")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "IssuerNotReady").await;
@@ -198,7 +207,7 @@ scenarios!(
 /// `apps/ca` signs with it.
 async fn switchable_ca() -> (
     ::simple_cfssl::Running,
-    Arc<cfssl_issuer::controllers::Context>,
+    Arc<cfssl_issuer::controllers::Contexts>,
     ApiHandle,
 ) {
     let ca = ::simple_cfssl::spawn(::simple_cfssl::Config::test_default(KEY_HEX))
@@ -218,7 +227,10 @@ async fn ca_down_then_up() {
     let cr = approved_request(&csr_pem);
 
     ca.set_available(false);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "RetryableError").await;
@@ -241,7 +253,7 @@ async fn ca_down_then_up() {
     .unwrap();
     let task = tokio::spawn(certificaterequest::reconcile(
         Arc::new(retried.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&retried).unwrap()).await;
@@ -256,7 +268,10 @@ async fn ca_down_then_up() {
 async fn sign_once(ca: &Ca, csr_pem: &str, want_event: &str) -> Value {
     let (ctx, mut api) = context(vec![checked(ca_issuer(ca, "server"))], vec![]);
     let cr = approved_request(csr_pem);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", want_event).await;
@@ -302,7 +317,7 @@ async fn proxy_404_makes_the_issuer_unreachable_without_showing_the_password() {
     let url = proxy.replacen("://", "://operator:s3cret-pw@", 1);
     let (ctx, mut api) = context(vec![], vec![]);
     let issuer = issuer("apps", "ca", &url);
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, ISSUER_PATH, &serde_json::to_value(&issuer).unwrap()).await;
     let (_, _, event, send) = next(&mut api).await;
@@ -333,7 +348,10 @@ async fn an_old_request_gets_its_whole_retry_window() {
     let uid = cr.metadata.uid.clone().unwrap();
 
     ca.set_available(false);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     let ready = &body["status"]["conditions"][0];
@@ -345,18 +363,21 @@ async fn an_old_request_gets_its_whole_retry_window() {
     expect_event(&mut api, "apps", "RetryableError").await;
     finish(task).await.unwrap();
     assert_eq!(
-        ctx.request_memory.first_failure(&uid),
+        ctx.requests.memory.first_failure(&uid),
         Some("2026-11-22T10:00:00Z".parse().unwrap()),
         "the window starts now, at the first failure"
     );
 
     ca.set_available(true);
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     expect_secret_read(&mut api, "apps", &secret(KEY_HEX, "1")).await;
     let body = expect_status_apply(&mut api, CR_PATH, &serde_json::to_value(&cr).unwrap()).await;
     expect_event(&mut api, "apps", "Issued").await;
     finish(task).await.unwrap();
     assert_eq!(body["status"]["conditions"][0]["reason"], "Issued");
-    assert_eq!(ctx.request_memory.first_failure(&uid), None, "closed on success");
+    assert_eq!(ctx.requests.memory.first_failure(&uid), None, "closed on success");
     ca.shutdown();
 }

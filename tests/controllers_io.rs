@@ -27,7 +27,7 @@ async fn foreign_requests_are_never_touched() {
             kind,
             json!([{"type": "Approved", "status": "True"}]),
         );
-        bounded(certificaterequest::reconcile(Arc::new(cr), ctx.clone()))
+        bounded(certificaterequest::reconcile(Arc::new(cr), ctx.requests.clone()))
             .await
             .unwrap();
     }
@@ -40,7 +40,7 @@ async fn foreign_requests_are_never_touched() {
 async fn unapproved_requests_wait_without_a_write_and_say_so_once() {
     let (ctx, mut handle) = context(vec![], vec![]);
     let cr = Arc::new(request("waiting", GROUP, "Issuer", json!([])));
-    let task = tokio::spawn(certificaterequest::reconcile(cr.clone(), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(cr.clone(), ctx.requests.clone()));
     let (_, _, body, send) = next(&mut handle).await;
     assert_eq!(
         (
@@ -53,7 +53,7 @@ async fn unapproved_requests_wait_without_a_write_and_say_so_once() {
     answer(send, StatusCode::CREATED, &body);
     finish(task).await.unwrap();
     for _ in 0..3 {
-        bounded(certificaterequest::reconcile(cr.clone(), ctx.clone()))
+        bounded(certificaterequest::reconcile(cr.clone(), ctx.requests.clone()))
             .await
             .unwrap();
     }
@@ -69,12 +69,12 @@ async fn denied_request_fails_with_one_apply_that_leaves_approval_conditions_alo
         "",
         json!([{"type": "Denied", "status": "True", "reason": "Policy", "message": "no"}]),
     );
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.requests.clone()));
     let (method, uri, body, send) = next(&mut handle).await;
     assert_eq!(method, Method::PATCH);
     assert_eq!(
         uri,
-        "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests/denied/status?&force=true&fieldManager=cfssl-issuer"
+        "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests/denied/status?&force=true&fieldManager=cfssl-issuer-certificaterequest"
     );
     assert_eq!(body["apiVersion"], "cert-manager.io/v1");
     assert_eq!(body["kind"], "CertificateRequest");
@@ -104,7 +104,10 @@ async fn unknown_kind_of_our_group_fails() {
         "Signer",
         json!([{"type": "Approved", "status": "True"}]),
     );
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     let (_, uri, body, send) = next(&mut handle).await;
     assert!(uri.contains("/certificaterequests/odd/status"));
     assert_eq!(body["status"]["conditions"][0]["reason"], "Failed");
@@ -128,7 +131,10 @@ async fn missing_issuer_leaves_the_request_pending() {
         "ClusterIssuer",
         json!([{"type": "Approved", "status": "True"}]),
     );
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     let (_, _, body, send) = next(&mut handle).await;
     let ready = &body["status"]["conditions"][0];
     assert_eq!(
@@ -153,9 +159,12 @@ async fn missing_issuer_leaves_the_request_pending() {
         body["status"]["conditions"][0].clone(),
     ]}))
     .unwrap();
-    bounded(certificaterequest::reconcile(Arc::new(pending), ctx.clone()))
-        .await
-        .unwrap();
+    bounded(certificaterequest::reconcile(
+        Arc::new(pending),
+        ctx.requests.clone(),
+    ))
+    .await
+    .unwrap();
     no_more_requests(&mut handle).await;
 }
 
@@ -163,7 +172,7 @@ async fn missing_issuer_leaves_the_request_pending() {
 async fn issuer_secret_is_read_from_the_issuer_namespace() {
     let (ctx, mut handle) = context(vec![], vec![]);
     let issuer = issuer("team-a", "ca", "http://127.0.0.1:1");
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     let (method, uri, _, send) = next(&mut handle).await;
     assert_eq!(
         (method, uri.as_str()),
@@ -174,7 +183,7 @@ async fn issuer_secret_is_read_from_the_issuer_namespace() {
     assert_eq!(method, Method::PATCH);
     assert_eq!(
         uri,
-        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/namespaces/team-a/issuers/ca/status?&force=true&fieldManager=cfssl-issuer"
+        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/namespaces/team-a/issuers/ca/status?&force=true&fieldManager=cfssl-issuer-issuer"
     );
     let ready = &body["status"]["conditions"][0];
     assert_eq!(ready["reason"], "SecretNotFound");
@@ -194,7 +203,7 @@ async fn issuer_secret_is_read_from_the_issuer_namespace() {
 async fn cluster_issuer_secret_is_read_from_the_cluster_resource_namespace() {
     let (ctx, mut handle) = context(vec![], vec![]);
     let issuer = cluster_issuer("shared", "http://127.0.0.1:1");
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     let (_, uri, _, send) = next(&mut handle).await;
     assert_eq!(uri, format!("/api/v1/namespaces/{CLUSTER_NS}/secrets/creds"));
     answer(
@@ -206,7 +215,7 @@ async fn cluster_issuer_secret_is_read_from_the_cluster_resource_namespace() {
     let (_, uri, body, send) = next(&mut handle).await;
     assert_eq!(
         uri,
-        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/clusterissuers/shared/status?&force=true&fieldManager=cfssl-issuer"
+        "/apis/cfssl-issuer.wikimedia.org/v1alpha1/clusterissuers/shared/status?&force=true&fieldManager=cfssl-issuer-clusterissuer"
     );
     assert_eq!(body["kind"], "ClusterIssuer");
     assert_eq!(body["status"]["conditions"][0]["reason"], "InvalidCredentials");
@@ -227,7 +236,7 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
     let mut issuer = issuer("team-a", "ca", &ca.url);
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds", "resourceVersion": "1"},
                         "data": {"key": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYK"}});
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     let (_, _, _, send) = next(&mut handle).await;
     answer(send, StatusCode::OK, &secret);
     let (_, _, body, send) = next(&mut handle).await;
@@ -246,7 +255,7 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
 
     // Next round: same answer, so only the Secret read happens.
     issuer.status = serde_json::from_value(json!({"conditions": [ready]})).unwrap();
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer), ctx.clone()));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer), ctx.issuers.clone()));
     let (_, _, _, send) = next(&mut handle).await;
     answer(send, StatusCode::OK, &secret);
     finish(task).await.unwrap();
@@ -258,16 +267,16 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
 // The Go issuer's CRDs: conditions without observedGeneration.
 
 use cfssl_issuer::api::IssuerKind;
-use cfssl_issuer::controllers::status_schema::ObservedGeneration;
+use cfssl_issuer::controllers::status::schema::ObservedGeneration;
 
 /// One issuer reconcile whose Secret is missing; returns the status apply body.
 async fn issuer_status_apply(
-    ctx: &Arc<cfssl_issuer::controllers::Context>,
+    ctx: &Arc<cfssl_issuer::controllers::Contexts>,
     handle: &mut ApiHandle,
     answer_with: (StatusCode, serde_json::Value),
 ) -> (serde_json::Value, bool) {
     let issuer = issuer("team-a", "ca", "http://127.0.0.1:1");
-    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.clone()));
+    let task = tokio::spawn(issuer::reconcile(Arc::new(issuer.clone()), ctx.issuers.clone()));
     let (_, uri, _, send) = next(handle).await;
     assert_eq!(uri, "/api/v1/namespaces/team-a/secrets/creds");
     not_found(send);
@@ -297,7 +306,7 @@ async fn issuer_status_holds_observed_generation_only_where_the_schema_declares_
         ];
         for (schema, want) in cases {
             let (ctx, mut handle) = context(vec![], vec![]);
-            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            ctx.shared.status_schemas.set(IssuerKind::Issuer, schema);
             let ok = (
                 StatusCode::OK,
                 serde_json::to_value(issuer("team-a", "ca", "x")).unwrap(),
@@ -319,14 +328,14 @@ async fn issuer_status_holds_observed_generation_only_where_the_schema_declares_
 async fn a_refused_observed_generation_is_not_written_again() {
     bounded(async {
         let (ctx, mut handle) = context(vec![], vec![]);
-        ctx.status_schemas.set(IssuerKind::Issuer, ObservedGeneration::Unreadable);
+        ctx.shared.status_schemas.set(IssuerKind::Issuer, ObservedGeneration::Unreadable);
         // What kube-apiserver answers an apply of a field the Go CRD does not declare.
         let refused = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
             "message": "failed to create typed patch object (team-a/ca; cfssl-issuer.wikimedia.org/v1alpha1, Kind=Issuer): .status.conditions[0].observedGeneration: field not declared in schema"});
         let (first, _) = issuer_status_apply(&ctx, &mut handle, (StatusCode::INTERNAL_SERVER_ERROR, refused)).await;
         assert_eq!(first["observedGeneration"], 3);
         assert_eq!(
-            ctx.status_schemas.get(IssuerKind::Issuer),
+            ctx.shared.status_schemas.get(IssuerKind::Issuer),
             ObservedGeneration::NotDeclared
         );
         let ok = (StatusCode::OK, serde_json::to_value(issuer("team-a", "ca", "x")).unwrap());
@@ -352,9 +361,12 @@ async fn a_condition_without_observed_generation_is_current_only_where_the_schem
         let approved = json!([{"type": "Approved", "status": "True"}]);
         for schema in [ObservedGeneration::Declared, ObservedGeneration::Assumed] {
             let (ctx, mut handle) = context(vec![go_written.clone()], vec![]);
-            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            ctx.shared.status_schemas.set(IssuerKind::Issuer, schema);
             let cr = request("waits", GROUP, "Issuer", approved.clone());
-            let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+            let task = tokio::spawn(certificaterequest::reconcile(
+                Arc::new(cr.clone()),
+                ctx.requests.clone(),
+            ));
             let (method, uri, body, send) = next(&mut handle).await;
             assert_eq!(method, Method::PATCH, "{schema:?}: {uri}");
             assert_eq!(body["status"]["conditions"][0]["reason"], "Pending", "{schema:?}");
@@ -365,9 +377,9 @@ async fn a_condition_without_observed_generation_is_current_only_where_the_schem
         }
         for schema in [ObservedGeneration::NotDeclared, ObservedGeneration::Unreadable] {
             let (ctx, mut handle) = context(vec![go_written.clone()], vec![]);
-            ctx.status_schemas.set(IssuerKind::Issuer, schema);
+            ctx.shared.status_schemas.set(IssuerKind::Issuer, schema);
             let cr = with_csr(request("signs", GROUP, "Issuer", approved.clone()), "not a CSR");
-            let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.clone()));
+            let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr), ctx.requests.clone()));
             let (method, uri, _, send) = next(&mut handle).await;
             assert_eq!(
                 (method, uri.as_str()),
@@ -389,14 +401,14 @@ const WEB_PATH: &str = "/apis/cert-manager.io/v1/namespaces/apps/certificaterequ
 fn context_with_issuer_cache(
     issuer: cfssl_issuer::api::Issuer,
 ) -> (
-    Arc<cfssl_issuer::controllers::Context>,
+    Arc<cfssl_issuer::controllers::Contexts>,
     ApiHandle,
     kube::runtime::reflector::store::Writer<cfssl_issuer::api::Issuer>,
 ) {
     let (service, handle) = tower_test::mock::pair();
     let (reader, mut writer) = kube::runtime::reflector::store();
     writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(issuer));
-    let (ctx, _) = cfssl_issuer::controllers::Context::new(
+    let (ctx, _) = cfssl_issuer::controllers::Contexts::new(
         kube::Client::new(service, "default"),
         cfssl_issuer::controllers::Config::new(CLUSTER_NS),
         clock(),
@@ -438,7 +450,7 @@ fn after_apply(
 
 async fn signing_setup() -> (
     support::Ca,
-    Arc<cfssl_issuer::controllers::Context>,
+    Arc<cfssl_issuer::controllers::Contexts>,
     ApiHandle,
     kube::runtime::reflector::store::Writer<cfssl_issuer::api::Issuer>,
     cfssl_issuer::api::certmanager::CertificateRequest,
@@ -464,7 +476,7 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     let (ca, ctx, mut api, mut issuers, stale) = signing_setup().await;
     let task = tokio::spawn(certificaterequest::reconcile(
         Arc::new(stale.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ));
     expect_secret_read(&mut api, "apps", &secret(support::KEY_HEX, "1")).await;
     let (_, uri, applied, send) = next(&mut api).await;
@@ -478,7 +490,7 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     // The issuer's status churns; the request cache still shows the request before our write.
     let replay = bounded(certificaterequest::reconcile(
         Arc::new(stale.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ))
     .await;
     assert_eq!(replay.unwrap(), kube::runtime::controller::Action::await_change());
@@ -491,7 +503,7 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     )))));
     bounded(certificaterequest::reconcile(
         Arc::new(stale.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ))
     .await
     .unwrap();
@@ -500,12 +512,15 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     // The cache catches up: the request is Issued, nothing is written, nothing is kept.
     let fresh: cfssl_issuer::api::certmanager::CertificateRequest =
         serde_json::from_value(after_apply(&stale, &applied, "6")).unwrap();
-    bounded(certificaterequest::reconcile(Arc::new(fresh), ctx.clone()))
-        .await
-        .unwrap();
+    bounded(certificaterequest::reconcile(
+        Arc::new(fresh),
+        ctx.requests.clone(),
+    ))
+    .await
+    .unwrap();
     no_more_requests(&mut api).await;
     assert!(
-        ctx.unsaved.lock().unwrap().is_empty(),
+        ctx.requests.signings.snapshot().is_empty(),
         "the kept chain is dropped once seen"
     );
     assert_eq!(ca.issued_count(), Some(1));
@@ -516,7 +531,7 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
     let (ca, ctx, mut api, mut issuers, stale) = signing_setup().await;
     let task = tokio::spawn(certificaterequest::reconcile(
         Arc::new(stale.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ));
     expect_secret_read(&mut api, "apps", &secret(support::KEY_HEX, "1")).await;
     let (_, _, first, send) = next(&mut api).await;
@@ -536,7 +551,7 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
     )))));
     let task = tokio::spawn(certificaterequest::reconcile(
         Arc::new(stale.clone()),
-        ctx.clone(),
+        ctx.requests.clone(),
     ));
     let (_, uri, again, send) = next(&mut api).await;
     assert!(
@@ -553,9 +568,12 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
     bounded(task).await.unwrap().unwrap();
 
     // A replay from the still-stale cache writes nothing more.
-    bounded(certificaterequest::reconcile(Arc::new(stale), ctx.clone()))
-        .await
-        .unwrap();
+    bounded(certificaterequest::reconcile(
+        Arc::new(stale),
+        ctx.requests.clone(),
+    ))
+    .await
+    .unwrap();
     no_more_requests(&mut api).await;
     assert_eq!(ca.issued_count(), Some(1), "signed twice");
 }
@@ -575,7 +593,10 @@ async fn a_request_with_a_certificate_never_gets_a_status_without_it() {
     );
     cr.status.as_mut().unwrap().certificate =
         Some(k8s_openapi::ByteString(b"-----BEGIN CERTIFICATE-----\n".to_vec()));
-    let task = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let task = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     let (_, _, body, send) = next(&mut api).await;
     assert_eq!(body["status"]["conditions"][0]["reason"], "Issued", "{body}");
     assert_eq!(
@@ -591,14 +612,21 @@ async fn a_request_with_a_certificate_never_gets_a_status_without_it() {
 #[tokio::test]
 async fn a_second_reconcile_while_the_sign_is_in_flight_sends_nothing() {
     let (ca, ctx, mut api, _issuers, cr) = signing_setup().await;
-    let first = tokio::spawn(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone()));
+    let first = tokio::spawn(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ));
     // The first sign is under way (reading its credentials); the request comes round again.
     let (method, uri, _, send_secret) = next(&mut api).await;
     assert_eq!(
         (method, uri.as_str()),
         (Method::GET, "/api/v1/namespaces/apps/secrets/creds")
     );
-    let second = bounded(certificaterequest::reconcile(Arc::new(cr.clone()), ctx.clone())).await;
+    let second = bounded(certificaterequest::reconcile(
+        Arc::new(cr.clone()),
+        ctx.requests.clone(),
+    ))
+    .await;
     assert_eq!(second.unwrap(), kube::runtime::controller::Action::await_change());
     no_more_requests(&mut api).await;
 

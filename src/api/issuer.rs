@@ -387,7 +387,7 @@ mod tests {
     use k8s_openapi::jiff::Timestamp;
 
     use super::*;
-    use crate::api::{ConditionStatus, ReadyReason};
+    use crate::api::ConditionStatus;
 
     #[test]
     fn issuer_ref_table() {

@@ -1,6 +1,7 @@
 //! Per-object exponential backoff. kube-runtime's Controller retries failed reconciles only at the
 //! delay `error_policy` returns, so the attempt count per object lives here.
 
+use crate::clock::lock;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
@@ -25,7 +26,7 @@ impl<K: Eq + Hash> Backoff<K> {
 
     /// The delay before the next attempt for `key`, counting this failure.
     pub fn next(&self, key: K) -> Duration {
-        let mut attempts = self.attempts.lock().expect("backoff lock");
+        let mut attempts = lock(&self.attempts);
         let n = attempts.entry(key).or_insert(0);
         let delay = delay(self.initial, self.max, *n);
         *n = n.saturating_add(1);
@@ -34,16 +35,16 @@ impl<K: Eq + Hash> Backoff<K> {
 
     /// Forget `key`: it succeeded or is gone.
     pub fn reset(&self, key: &K) {
-        self.attempts.lock().expect("backoff lock").remove(key);
+        lock(&self.attempts).remove(key);
     }
 
     /// Keeps only the keys `keep` accepts.
     pub fn retain(&self, mut keep: impl FnMut(&K) -> bool) {
-        self.attempts.lock().expect("backoff lock").retain(|k, _| keep(k));
+        lock(&self.attempts).retain(|k, _| keep(k));
     }
 
     pub fn len(&self) -> usize {
-        self.attempts.lock().expect("backoff lock").len()
+        lock(&self.attempts).len()
     }
 
     pub fn is_empty(&self) -> bool {

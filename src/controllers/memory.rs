@@ -6,6 +6,7 @@
 //! starts again at its next failure (more time to recover, never less), and a request still
 //! waiting for approval gets its `WaitingForApproval` Event once more.
 
+use crate::clock::lock;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -22,35 +23,33 @@ pub struct RequestMemory {
 impl RequestMemory {
     /// When signing `uid` first failed with a retryable error, if it has since it last settled.
     pub fn first_failure(&self, uid: &str) -> Option<Timestamp> {
-        self.first_failure.lock().expect("memory lock").get(uid).copied()
+        lock(&self.first_failure).get(uid).copied()
     }
 
     /// Records a retryable failure at `now`; an earlier one stays the start of the window.
     pub fn failed(&self, uid: &str, now: Timestamp) {
-        self.first_failure
-            .lock()
-            .expect("memory lock")
-            .entry(uid.to_string())
-            .or_insert(now);
+        lock(&self.first_failure).entry(uid.to_string()).or_insert(now);
     }
 
     /// `uid` was signed or failed for good: its retry window closes.
     pub fn settled(&self, uid: &str) {
-        self.first_failure.lock().expect("memory lock").remove(uid);
+        lock(&self.first_failure).remove(uid);
     }
 
-    /// True the first time it is asked for `uid` (until `uid` stops waiting or is forgotten):
-    /// whether its wait for approval still needs its Event.
-    pub fn announce_waiting(&self, uid: &str) -> bool {
-        self.announced
-            .lock()
-            .expect("memory lock")
-            .insert(uid.to_string())
+    /// Whether the wait for approval of `uid` has had its Event (since it last stopped
+    /// waiting or was forgotten).
+    pub fn is_announced(&self, uid: &str) -> bool {
+        lock(&self.announced).contains(uid)
+    }
+
+    /// The wait for approval of `uid` has had its Event.
+    pub fn announced(&self, uid: &str) {
+        lock(&self.announced).insert(uid.to_string());
     }
 
     /// `uid` no longer waits for approval (approved, denied, or settled).
     pub fn stopped_waiting(&self, uid: &str) {
-        self.announced.lock().expect("memory lock").remove(uid);
+        lock(&self.announced).remove(uid);
     }
 
     /// Forgets `uid` entirely: the request was deleted.
@@ -61,20 +60,13 @@ impl RequestMemory {
 
     /// Keeps only the requests in `live`: deletes missed while the watch was down.
     pub fn retain(&self, live: &HashSet<String>) {
-        self.first_failure
-            .lock()
-            .expect("memory lock")
-            .retain(|uid, _| live.contains(uid));
-        self.announced
-            .lock()
-            .expect("memory lock")
-            .retain(|uid| live.contains(uid));
+        lock(&self.first_failure).retain(|uid, _| live.contains(uid));
+        lock(&self.announced).retain(|uid| live.contains(uid));
     }
 
     /// Entries held, for tests and bounds checks.
     pub fn len(&self) -> usize {
-        self.first_failure.lock().expect("memory lock").len()
-            + self.announced.lock().expect("memory lock").len()
+        lock(&self.first_failure).len() + lock(&self.announced).len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,17 +103,15 @@ mod tests {
     #[test]
     fn waiting_is_announced_once() {
         let m = RequestMemory::default();
-        assert_eq!(
-            [
-                m.announce_waiting("a"),
-                m.announce_waiting("a"),
-                m.announce_waiting("b")
-            ],
-            [true, false, true]
-        );
+        let mut seen = vec![];
+        for uid in ["a", "a", "b"] {
+            seen.push(m.is_announced(uid));
+            m.announced(uid);
+        }
+        assert_eq!(seen, [false, true, false]);
         m.stopped_waiting("a");
         assert!(
-            m.announce_waiting("a"),
+            !m.is_announced("a"),
             "announced again only after it stopped waiting"
         );
     }
@@ -130,8 +120,8 @@ mod tests {
     fn forgetting_a_deleted_request_leaves_nothing() {
         let m = RequestMemory::default();
         m.failed("a", at("2026-01-01T01:00:00Z"));
-        m.announce_waiting("a");
-        m.announce_waiting("b");
+        m.announced("a");
+        m.announced("b");
         assert_eq!(m.len(), 3);
         m.forget("a");
         assert_eq!(m.len(), 1);

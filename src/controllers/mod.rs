@@ -1,32 +1,28 @@
-//! Reconcilers, one file per controller, and what they share.
+//! The controllers, and the pieces they share.
 //!
-//! Each reconciler observes (caches, one Secret), decides (pure functions in its `decide`
-//! module) and acts (one server-side apply of status, an Event, the requeue it returns).
+//! Every controller has the same shape (see ARCHITECTURE.md): observe (caches, one Secret),
+//! decide (a pure function in its `decide` module returning a whole [`plan::Plan`]) and act
+//! ([`plan::execute`]: one server-side apply of status under the controller's own
+//! [`status::FieldManager`], an Event, the requeue it returns).
 
 pub mod backoff;
 pub mod certificaterequest;
-pub mod clients;
-pub mod credentials;
+pub mod context;
+pub mod events;
 pub mod issuer;
 pub mod memory;
+pub mod plan;
 mod run;
-pub mod status_schema;
+pub mod signer;
+pub mod status;
 pub mod watches;
+pub mod wiring;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::jiff::Timestamp;
-use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::Store;
-use tokio::sync::mpsc;
-
-use crate::api::{ClusterIssuer, Issuer};
-use crate::telemetry::Metrics;
-pub use run::{RunError, run};
-
-/// The one field manager under which every status is applied.
-pub const FIELD_MANAGER: &str = "cfssl-issuer";
+pub use self::context::{Contexts, Shared};
+pub use self::run::{RunError, run};
+pub use crate::clock::{Clock, system_clock};
 
 /// Settings shared by the controllers, from the command line.
 #[derive(Debug, Clone)]
@@ -59,8 +55,6 @@ impl Config {
     }
 }
 
-pub use crate::clock::{Clock, system_clock};
-
 /// A request to check an issuer again now, sent by the request controller when the CA blames
 /// the issuer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,73 +75,8 @@ impl Recheck {
     }
 }
 
-/// Everything a reconcile needs, shared by all of them.
-pub struct Context {
-    pub client: kube::Client,
-    /// Events for issuers, aggregated into series when a check keeps failing the same way.
-    pub recorder: Recorder,
-    /// Who reports our Events; requests get a recorder of their own per write (see
-    /// `certificaterequest::publish`).
-    pub reporter: Reporter,
-    pub config: Config,
-    pub clock: Clock,
-    pub issuers: Store<Issuer>,
-    pub cluster_issuers: Store<ClusterIssuer>,
-    pub cfssl: clients::Clients,
-    pub issuer_backoff: backoff::Backoff<String>,
-    pub request_backoff: backoff::Backoff<String>,
-    /// Requests this process is signing or has signed, by request UID, until the cache shows
-    /// the Issued write: a retry writes the kept chain instead of asking the CA again, and a
-    /// reconcile from a stale cache neither signs again nor drops the certificate.
-    pub unsaved: std::sync::Mutex<std::collections::HashMap<String, certificaterequest::decide::Signing>>,
-    /// Retry windows and approval notices, by request UID.
-    pub request_memory: memory::RequestMemory,
-    pub recheck: mpsc::UnboundedSender<Recheck>,
-    pub metrics: Arc<Metrics>,
-    /// Whether the installed Issuer/ClusterIssuer CRDs declare `observedGeneration` in
-    /// conditions (kept current by `status_schema::watch`).
-    pub status_schemas: status_schema::StatusSchemas,
-}
-
-impl Context {
-    /// A context over the given caches; the receiver yields the issuer rechecks requested by
-    /// the request controller.
-    pub fn new(
-        client: kube::Client,
-        config: Config,
-        clock: Clock,
-        issuers: Store<Issuer>,
-        cluster_issuers: Store<ClusterIssuer>,
-        metrics: Arc<Metrics>,
-    ) -> (Self, mpsc::UnboundedReceiver<Recheck>) {
-        let (recheck, rechecks) = mpsc::unbounded_channel();
-        let ctx = Context {
-            recorder: Recorder::new(client.clone(), Reporter::from(FIELD_MANAGER)),
-            reporter: Reporter::from(FIELD_MANAGER),
-            client,
-            config,
-            clock,
-            issuers,
-            cluster_issuers,
-            cfssl: clients::Clients::default(),
-            issuer_backoff: backoff(),
-            request_backoff: backoff(),
-            unsaved: Default::default(),
-            request_memory: Default::default(),
-            recheck,
-            metrics,
-            status_schemas: Default::default(),
-        };
-        (ctx, rechecks)
-    }
-
-    pub fn now(&self) -> Timestamp {
-        (self.clock)()
-    }
-}
-
 /// What went wrong in a reconcile that the returned `Action` does not already cover: the API
-/// server refused a write or a read. Outcomes of signing and checking are never errors here;
+/// server refused a status write. Outcomes of signing and checking are never errors here;
 /// they are conditions.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -157,23 +86,45 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("reading {object}: {source}")]
-    Read {
-        object: String,
-        #[source]
-        source: kube::Error,
-    },
 }
 
-/// The metrics label of an error class.
-pub fn class_label(class: crate::cfssl::Class) -> &'static str {
-    match class {
-        crate::cfssl::Class::Retryable => "retryable",
-        crate::cfssl::Class::Permanent => "permanent",
-        crate::cfssl::Class::Issuer(_) => "issuer",
-    }
-}
-
-fn backoff() -> backoff::Backoff<String> {
+/// Per-object backoff: 1 s doubling to 5 min.
+fn default_backoff() -> backoff::Backoff<String> {
     backoff::Backoff::new(Duration::from_secs(1), Duration::from_secs(300))
+}
+
+/// CFSSL errors for the decide tables.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::cfssl::{Call, Class, Error};
+
+    pub fn refused(message: &str, class: Class) -> Error {
+        Error::Refused {
+            call: Call::AuthSign,
+            url: "http://ca".into(),
+            label: "l".into(),
+            status: 400,
+            code: 1,
+            message: message.into(),
+            class,
+        }
+    }
+
+    pub fn unreachable(call: Call) -> Error {
+        Error::Unreachable {
+            call,
+            url: "http://ca".into(),
+            label: "l".into(),
+            detail: "connection refused".into(),
+        }
+    }
+
+    pub fn tls(detail: &str) -> Error {
+        Error::Tls {
+            call: Call::Info,
+            url: "https://ca".into(),
+            label: "l".into(),
+            detail: detail.into(),
+        }
+    }
 }

@@ -1,24 +1,20 @@
-//! Wires the controllers: one shared reflector store per kind, the Issuer and ClusterIssuer
-//! controllers (triggered by their objects, their credential Secrets' metadata and rechecks from
-//! the request controller) and the CertificateRequest controller (triggered by requests and by
-//! issuer changes).
+//! Starts the manager's controllers: the shared watches once, then each controller as its own
+//! module describes it (`issuer::controller`, `certificaterequest::controller`).
 
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::{FutureExt, StreamExt, TryStreamExt, future};
-use k8s_openapi::api::core::v1::Secret;
-use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{self, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, ResourceExt};
+use futures::{FutureExt, StreamExt, future};
+use kube::Api;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
-use super::issuer;
-use super::{Config, Context, Recheck, certificaterequest, watches};
+use super::wiring::{Wiring, reflect};
+use super::{Config, Contexts, Recheck, certificaterequest, issuer, status, watches};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
+use crate::clock::Clock;
 use crate::telemetry::{Health, Metrics};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,161 +33,44 @@ pub enum RunError {
 pub async fn run(
     client: kube::Client,
     config: Config,
-    clock: super::Clock,
+    clock: Clock,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
     preflight(&client).await?;
-    let shutdown = shutdown.boxed().shared();
-
-    let (issuers, issuers_writer) = reflector::store_shared::<Issuer>(1024);
-    let (cluster_issuers, cluster_writer) = reflector::store_shared::<ClusterIssuer>(1024);
-    let (requests, requests_writer) = reflector::store_shared::<CertificateRequest>(4096);
-    let (issuer_events, issuer_events_for_requests) =
-        (subscribe(&issuers_writer), subscribe(&issuers_writer));
-    let (cluster_events, cluster_events_for_requests) =
-        (subscribe(&cluster_writer), subscribe(&cluster_writer));
-    let request_events = subscribe(&requests_writer);
-    let (ctx, recheck_rx) = Context::new(
+    let controller_config = controller::Config::default().concurrency(config.concurrency);
+    let mut wiring = Wiring::new(shutdown.boxed().shared(), controller_config);
+    let (ctx, rechecks) = Contexts::new(
         client.clone(),
         config.clone(),
         clock,
-        issuers.clone(),
-        cluster_issuers.clone(),
+        wiring.issuers.store.clone(),
+        wiring.cluster_issuers.store.clone(),
         metrics,
     );
-    let ctx = Arc::new(ctx);
-    // Deletes are seen here, before the caches drop the object (see `watches`).
-    let generations = Arc::new(watches::Generations::default());
-
-    let reflect_all = future::join3(
-        drive(
-            watcher(Api::<Issuer>::all(client.clone()), watcher::Config::default())
-                .default_backoff()
-                .inspect_ok(forget_deleted::<Issuer>(&ctx, &generations))
-                .reflect_shared(issuers_writer),
+    let (issuer_rechecks, cluster_rechecks) = split_rechecks(rechecks);
+    let home = Some(config.cluster_resource_namespace.clone());
+    let (secrets, cluster_secrets) = (wiring.secrets.subscribe(), wiring.secrets.subscribe());
+    let controllers = vec![
+        issuer::controller(
+            &wiring,
+            &wiring.issuers,
+            secrets,
+            (issuer_rechecks, None),
+            ctx.issuers.clone(),
         ),
-        drive(
-            watcher(
-                Api::<ClusterIssuer>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .inspect_ok(forget_deleted::<ClusterIssuer>(&ctx, &generations))
-            .reflect_shared(cluster_writer),
+        issuer::controller(
+            &wiring,
+            &wiring.cluster_issuers,
+            cluster_secrets,
+            (cluster_rechecks, home),
+            ctx.issuers.clone(),
         ),
-        drive(
-            watcher(
-                Api::<CertificateRequest>::all(client.clone()),
-                watcher::Config::default(),
-            )
-            .default_backoff()
-            .try_filter_map({
-                // Foreign requests never reach the cache; deleted ones are forgotten.
-                let (ctx, requests) = (ctx.clone(), requests.clone());
-                let mut relist = watches::Relist::default();
-                move |event| future::ready(Ok(watches::request_event(event, &ctx, &requests, &mut relist)))
-            })
-            .reflect_shared(requests_writer),
-        ),
-    );
-
-    let synced = {
-        let (issuers, cluster_issuers, requests) =
-            (issuers.clone(), cluster_issuers.clone(), requests.clone());
-        async move {
-            let _ = future::join3(
-                issuers.wait_until_ready(),
-                cluster_issuers.wait_until_ready(),
-                requests.wait_until_ready(),
-            )
-            .await;
-            health.set_synced(true);
-            tracing::info!("caches synced");
-            future::pending::<()>().await
-        }
-    };
-    let (issuer_rechecks, cluster_rechecks) = split_rechecks(recheck_rx);
-    let controller_config = controller::Config::default().concurrency(config.concurrency);
-
-    // Secret metadata only: the manager never holds Secret data it does not use.
-    let secrets = || {
-        watcher(
-            Api::<PartialObjectMeta<Secret>>::all(client.clone()),
-            watcher::Config::default(),
-        )
-        .default_backoff()
-        .touched_objects()
-    };
-    // Spec changes only: the controllers' own status writes do not run them again.
-    let issuer_events = watches::spec_changes(issuer_events, generations.clone());
-    let cluster_events = watches::spec_changes(cluster_events, generations.clone());
-    let issuer_controller = Controller::for_shared_stream(issuer_events, issuers.clone())
-        .with_config(controller_config.clone())
-        .watches_stream(secrets(), {
-            let store = issuers.clone();
-            move |secret| {
-                issuers_using::<Issuer>(&store, secret.namespace().as_deref(), &secret.name_any(), None)
-            }
-        })
-        .reconcile_on(issuer_rechecks)
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            issuer::reconcile::<Issuer>,
-            issuer::error_policy::<Issuer>,
-            ctx.clone(),
-        )
-        .for_each(|_| future::ready(()));
-    let cluster_controller = Controller::for_shared_stream(cluster_events, cluster_issuers.clone())
-        .with_config(controller_config.clone())
-        .watches_stream(secrets(), {
-            let store = cluster_issuers.clone();
-            let home = config.cluster_resource_namespace.clone();
-            move |secret| {
-                issuers_using::<ClusterIssuer>(
-                    &store,
-                    secret.namespace().as_deref(),
-                    &secret.name_any(),
-                    Some(&home),
-                )
-            }
-        })
-        .reconcile_on(cluster_rechecks)
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            issuer::reconcile::<ClusterIssuer>,
-            issuer::error_policy::<ClusterIssuer>,
-            ctx.clone(),
-        )
-        .for_each(|_| future::ready(()));
-    let request_controller = Controller::for_shared_stream(request_events, requests.clone())
-        .with_config(controller_config)
-        .watches_shared_stream(issuer_events_for_requests, {
-            let store = requests.clone();
-            move |issuer: Arc<Issuer>| {
-                requests_for(
-                    &store,
-                    IssuerKind::Issuer,
-                    issuer.namespace().as_deref(),
-                    &issuer.name_any(),
-                )
-            }
-        })
-        .watches_shared_stream(cluster_events_for_requests, {
-            let store = requests.clone();
-            move |issuer: Arc<ClusterIssuer>| {
-                requests_for(&store, IssuerKind::ClusterIssuer, None, &issuer.name_any())
-            }
-        })
-        .graceful_shutdown_on(shutdown.clone())
-        .run(
-            certificaterequest::reconcile,
-            certificaterequest::error_policy,
-            ctx.clone(),
-        )
-        .for_each(|_| future::ready(()));
-
+        certificaterequest::controller(&wiring, ctx.requests.clone()),
+    ];
+    let synced = synced(&wiring, health);
+    let watches = watch_all(&client, wiring, &ctx);
     tracing::info!(
         cluster_resource_namespace = %config.cluster_resource_namespace,
         concurrency = config.concurrency,
@@ -199,23 +78,111 @@ pub async fn run(
     );
     // What the installed issuer CRDs let a status hold, learned before the first status write
     // (or, when the CRDs cannot be read in time, assumed as ours) and kept current after.
-    let schema_watch = super::status_schema::watch(ctx.clone());
+    let schemas = ctx.shared.status_schemas.clone();
+    let schema_watch = status::schema::watch(client, schemas.clone(), recheck_all(&ctx));
     let controllers = async move {
-        let learned = ctx.status_schemas.learned();
-        if tokio::time::timeout(SCHEMA_WAIT, learned).await.is_err() {
+        if tokio::time::timeout(SCHEMA_WAIT, schemas.learned())
+            .await
+            .is_err()
+        {
             tracing::warn!("issuer CRD schemas not learned yet; starting as with our CRDs");
         }
-        future::join3(issuer_controller, cluster_controller, request_controller).await
+        future::join_all(controllers).await
     };
-    // The reflectors run until the process ends; the controllers end on shutdown.
+    // The watches run until the process ends; the controllers end on shutdown.
     tokio::select! {
         _ = controllers => {}
-        _ = reflect_all => {}
+        _ = watches => {}
         _ = synced => {}
         _ = schema_watch => {}
     }
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// The shared watches, each filling its store: deletes are seen here, before the stores drop
+/// the object (see `watches`); requests for other issuers never reach the store.
+fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::BoxFuture<'static, ()> {
+    let (issuers, requests) = (&ctx.issuers, ctx.requests.clone());
+    let (generations, store) = (&wiring.generations, wiring.requests.store.clone());
+    let mut relist = watches::Relist::default();
+    future::join4(
+        reflect(
+            Api::<Issuer>::all(client.clone()),
+            wiring.issuers.into_writer(),
+            issuer_events(issuers, generations),
+        ),
+        reflect(
+            Api::<ClusterIssuer>::all(client.clone()),
+            wiring.cluster_issuers.into_writer(),
+            issuer_events(issuers, generations),
+        ),
+        reflect(
+            Api::<CertificateRequest>::all(client.clone()),
+            wiring.requests.into_writer(),
+            move |event| watches::request_event(event, &requests, &store, &mut relist),
+        ),
+        wiring.secrets.run(client.clone()),
+    )
+    .map(drop)
+    .boxed()
+}
+
+/// Forgets an issuer when its watch says it was deleted, or a relist does not bring it.
+fn issuer_events<K: AnyIssuer>(
+    ctx: &Arc<issuer::IssuerContext>,
+    generations: &Arc<watches::Generations>,
+) -> impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static + use<K> {
+    let (ctx, generations) = (ctx.clone(), generations.clone());
+    let mut relist = watches::Relist::default();
+    move |event| {
+        watches::issuer_event(&event, &ctx, &generations, &mut relist);
+        Some(event)
+    }
+}
+
+/// Marks the manager synced once the three stores hold their first list.
+fn synced(wiring: &Wiring, health: Arc<Health>) -> impl Future<Output = ()> + use<> {
+    let (issuers, cluster_issuers, requests) = (
+        wiring.issuers.store.clone(),
+        wiring.cluster_issuers.store.clone(),
+        wiring.requests.store.clone(),
+    );
+    async move {
+        let _ = future::join3(
+            issuers.wait_until_ready(),
+            cluster_issuers.wait_until_ready(),
+            requests.wait_until_ready(),
+        )
+        .await;
+        health.set_synced(true);
+        tracing::info!("caches synced");
+        future::pending::<()>().await
+    }
+}
+
+/// Asks for every issuer of a kind to be checked again (its status schema changed).
+fn recheck_all(ctx: &Contexts) -> impl Fn(IssuerKind) + use<> {
+    let requests = ctx.requests.clone();
+    move |kind| {
+        let rechecks: Vec<Recheck> = match kind {
+            IssuerKind::Issuer => requests
+                .issuers
+                .state()
+                .iter()
+                .map(|i| Recheck::of(&**i))
+                .collect(),
+            IssuerKind::ClusterIssuer => requests
+                .cluster_issuers
+                .state()
+                .iter()
+                .map(|i| Recheck::of(&**i))
+                .collect(),
+        };
+        for recheck in rechecks {
+            let _ = requests.recheck.send(recheck);
+        }
+    }
 }
 
 /// How long the controllers wait at start to learn the issuer CRDs' status schema.
@@ -262,71 +229,6 @@ async fn preflight(client: &kube::Client) -> Result<(), RunError> {
 /// Whether the API server says the resource does not exist at all.
 fn is_not_served(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 404)
-}
-
-fn subscribe<K>(writer: &reflector::store::Writer<K>) -> reflector::ReflectHandle<K>
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    writer.subscribe().expect("stores are created shared")
-}
-
-/// Forgets an issuer when its watch says it was deleted, or a relist does not bring it.
-fn forget_deleted<K: AnyIssuer>(
-    ctx: &Arc<Context>,
-    generations: &Arc<watches::Generations>,
-) -> impl FnMut(&watcher::Event<K>) + use<K> {
-    let (ctx, generations) = (ctx.clone(), generations.clone());
-    let mut relist = watches::Relist::default();
-    move |event| watches::issuer_event(event, &ctx, &generations, &mut relist)
-}
-
-/// A reflector stream must be polled for its store to fill.
-async fn drive<S: futures::Stream + Send>(stream: S) {
-    stream.for_each(|_| future::ready(())).await;
-}
-
-/// Issuers whose credential Secret is `namespace/name`. For ClusterIssuers the Secret must be in
-/// `home`, the cluster resource namespace.
-fn issuers_using<K: AnyIssuer>(
-    store: &Store<K>,
-    namespace: Option<&str>,
-    name: &str,
-    home: Option<&str>,
-) -> Vec<ObjectRef<K>> {
-    if home.is_some() && home != namespace {
-        return vec![];
-    }
-    store
-        .state()
-        .iter()
-        .filter(|i| {
-            i.spec().auth_secret_name == name && (home.is_some() || i.namespace().as_deref() == namespace)
-        })
-        .map(|i| ObjectRef::from_obj(&**i))
-        .collect()
-}
-
-/// Requests waiting on an issuer, to reconcile when it changes. Terminal ones are skipped.
-fn requests_for(
-    store: &Store<CertificateRequest>,
-    kind: IssuerKind,
-    namespace: Option<&str>,
-    name: &str,
-) -> Vec<ObjectRef<CertificateRequest>> {
-    store
-        .state()
-        .iter()
-        .filter(|cr| {
-            let r = &cr.spec.issuer_ref;
-            r.name == name
-                && IssuerKind::for_issuer_ref(r) == Some(Ok(kind))
-                && (namespace.is_none() || cr.namespace().as_deref() == namespace)
-                && !certificaterequest::decide::is_terminal(&certificaterequest::request_view(cr))
-        })
-        .map(|cr| ObjectRef::from_obj(&**cr))
-        .collect()
 }
 
 type RecheckStream<K> = futures::stream::BoxStream<'static, ObjectRef<K>>;

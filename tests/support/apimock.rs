@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::{CertificateRequest, CertificateRequestSpec, IssuerRef};
 use cfssl_issuer::api::{ClusterIssuer, Issuer, IssuerSpec};
-use cfssl_issuer::controllers::{self, Config, Context, Recheck};
+use cfssl_issuer::controllers::{self, Config, Contexts, Recheck};
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use kube::runtime::reflector::{self, Store};
@@ -35,7 +35,7 @@ where
     reader
 }
 
-pub fn context(issuers: Vec<Issuer>, cluster_issuers: Vec<ClusterIssuer>) -> (Arc<Context>, ApiHandle) {
+pub fn context(issuers: Vec<Issuer>, cluster_issuers: Vec<ClusterIssuer>) -> (Arc<Contexts>, ApiHandle) {
     let (ctx, handle, _) = context_with_rechecks(issuers, cluster_issuers);
     (ctx, handle)
 }
@@ -43,10 +43,10 @@ pub fn context(issuers: Vec<Issuer>, cluster_issuers: Vec<ClusterIssuer>) -> (Ar
 pub fn context_with_rechecks(
     issuers: Vec<Issuer>,
     cluster_issuers: Vec<ClusterIssuer>,
-) -> (Arc<Context>, ApiHandle, mpsc::UnboundedReceiver<Recheck>) {
+) -> (Arc<Contexts>, ApiHandle, mpsc::UnboundedReceiver<Recheck>) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = kube::Client::new(service, "default");
-    let (ctx, rechecks) = Context::new(
+    let (ctx, rechecks) = Contexts::new(
         client,
         Config::new(CLUSTER_NS),
         clock(),
@@ -206,14 +206,24 @@ pub fn with_ready(mut issuer: Issuer, status: &str, reason: &str, message: &str)
     issuer
 }
 
+/// The field manager of the controller that writes the status of the object at `path`: each
+/// controller applies as its own manager.
+pub fn field_manager_of(path: &str) -> &'static str {
+    let plural = path.rsplit('/').nth(1).unwrap_or_default();
+    match plural {
+        "certificaterequests" => "cfssl-issuer-certificaterequest",
+        "issuers" => "cfssl-issuer-issuer",
+        "clusterissuers" => "cfssl-issuer-clusterissuer",
+        other => panic!("no controller writes {other}"),
+    }
+}
+
 /// Answers the apply of a status with the object it was applied to.
 pub async fn expect_status_apply(handle: &mut ApiHandle, path: &str, echo: &Value) -> Value {
     let (method, uri, body, send) = next(handle).await;
     assert_eq!(method, Method::PATCH, "{uri}");
-    assert_eq!(
-        uri,
-        format!("{path}/status?&force=true&fieldManager=cfssl-issuer")
-    );
+    let manager = field_manager_of(path);
+    assert_eq!(uri, format!("{path}/status?&force=true&fieldManager={manager}"));
     answer(send, StatusCode::OK, echo);
     body
 }

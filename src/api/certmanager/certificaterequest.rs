@@ -86,7 +86,6 @@ impl CertificateRequest {
 
     /// Whether the condition of `type_` is present with status `True`.
     pub fn has_true(&self, type_: &str) -> bool {
-        self.condition(type_)
-            .is_some_and(Condition::is_true)
+        self.condition(type_).is_some_and(Condition::is_true)
     }
 }

@@ -1,33 +1,18 @@
 //! Issuer health as pure functions: from the credential Secret and the CA check to the `Ready`
 //! condition, the Event and when to look again.
 
-use crate::api::ReadyReason;
-use crate::cfssl::{Class, Error as CfsslError, IssuerFault};
+use std::convert::Infallible;
+use std::time::Duration;
 
-/// Why the credential Secret cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SecretProblem {
-    #[error("Secret {namespace}/{name} not found")]
-    NotFound { namespace: String, name: String },
-    #[error("Secret {namespace}/{name} has no {key:?} entry")]
-    MissingKey {
-        namespace: String,
-        name: String,
-        key: &'static str,
-    },
-    #[error("Secret {namespace}/{name}: {detail}")]
-    InvalidKey {
-        namespace: String,
-        name: String,
-        detail: String,
-    },
-    #[error("cannot read Secret {namespace}/{name}: {detail}")]
-    Unreadable {
-        namespace: String,
-        name: String,
-        detail: String,
-    },
-}
+use k8s_openapi::jiff::Timestamp;
+
+use crate::api::{AnyIssuer, Condition, READY, ReadyReason, find_condition};
+use crate::cfssl::Error as CfsslError;
+use crate::controllers::events::Notice;
+use crate::controllers::plan::{Next, Plan};
+use crate::controllers::signer::{SecretProblem, blame};
+use crate::controllers::status::document;
+use crate::controllers::status::schema::{ObservedGeneration, writes_observed_generation};
 
 /// What one health check found.
 #[derive(Debug)]
@@ -68,167 +53,310 @@ pub fn verdict(observation: Observation<'_>) -> Verdict {
             message: "the CA accepted the label, profile and key".into(),
             retry: Retry::Interval,
         },
-        Observation::Secret(problem) => {
-            let reason = match problem {
-                SecretProblem::NotFound { .. } => ReadyReason::SecretNotFound,
-                SecretProblem::MissingKey { .. } | SecretProblem::InvalidKey { .. } => {
-                    ReadyReason::InvalidCredentials
-                }
-                // RBAC or the API server: our problem, not the issuer's, but it cannot sign.
-                SecretProblem::Unreadable { .. } => ReadyReason::Pending,
-            };
-            failed(reason, problem.to_string())
-        }
-        Observation::Client(err) | Observation::Check(Err(err)) => failed(reason_for(err), err.to_string()),
+        Observation::Secret(problem) => failed(problem.reason(), problem.to_string()),
+        Observation::Client(err) | Observation::Check(Err(err)) => failed(blame(err), err.to_string()),
     }
 }
 
-/// The `Ready` reason for a CFSSL error.
-pub fn reason_for(err: &CfsslError) -> ReadyReason {
-    match err.class() {
-        Class::Issuer(IssuerFault::Credentials) => ReadyReason::InvalidCredentials,
-        Class::Issuer(IssuerFault::Config) => ReadyReason::InvalidConfig,
-        Class::Issuer(IssuerFault::Tls) => ReadyReason::TlsError,
-        Class::Retryable => ReadyReason::CaUnreachable,
-        // A check refused for a reason that is neither ours nor the network's.
-        Class::Permanent => ReadyReason::InvalidConfig,
+/// The plan for an issuer after a check: apply `Ready` (only what the installed schema
+/// declares: the Go CRDs have no `observedGeneration`) with an Event when it changed, then look
+/// again at `interval` or with backoff.
+pub fn plan<K: AnyIssuer>(
+    issuer: &K,
+    verdict: &Verdict,
+    schema: ObservedGeneration,
+    now: Timestamp,
+    interval: Duration,
+) -> Plan<Infallible> {
+    let previous = find_condition(issuer.conditions(), READY);
+    let generation = issuer
+        .meta()
+        .generation
+        .filter(|_| writes_observed_generation(schema));
+    let condition =
+        Condition::ready(verdict.reason, &verdict.message, now, generation).with_transition_from(previous);
+    let next = match verdict.retry {
+        Retry::Interval => Next::After(interval),
+        Retry::Backoff => Next::Backoff,
+    };
+    if previous == Some(&condition) {
+        return Plan::idle(next);
+    }
+    let reason = verdict.reason.as_str();
+    let event = match verdict.ready {
+        true => Notice::normal(reason, "Check", &verdict.message),
+        false => Notice::warning(reason, "Check", &verdict.message),
+    };
+    Plan {
+        status: Some(document::<K>(serde_json::json!({ "conditions": [condition] }))),
+        event: Some(event),
+        next,
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::cfssl::Call;
+    use kube::runtime::events::EventType;
+    use serde_json::json;
 
-    fn refused(message: &str, class: Class) -> CfsslError {
-        CfsslError::Refused {
-            call: Call::AuthSign,
-            url: "http://ca".into(),
-            label: "l".into(),
-            status: 400,
-            code: 1,
-            message: message.into(),
-            class,
-        }
-    }
+    use super::*;
+    use crate::api::{Issuer, IssuerSpec};
+    use crate::cfssl::{Call, Class, IssuerFault};
+    use crate::controllers::testing::{refused, unreachable};
 
     #[test]
     fn verdict_table() {
-        let missing = SecretProblem::NotFound {
-            namespace: "ns".into(),
-            name: "creds".into(),
-        };
-        let no_key = SecretProblem::MissingKey {
-            namespace: "ns".into(),
-            name: "creds".into(),
+        let secret = |problem: fn(String, String) -> SecretProblem| problem("ns".into(), "creds".into());
+        let missing = secret(|namespace, name| SecretProblem::NotFound { namespace, name });
+        let no_key = secret(|namespace, name| SecretProblem::MissingKey {
+            namespace,
+            name,
             key: "key",
-        };
-        let not_hex = SecretProblem::InvalidKey {
-            namespace: "ns".into(),
-            name: "creds".into(),
-            detail: "not hex".into(),
-        };
-        let forbidden = SecretProblem::Unreadable {
-            namespace: "ns".into(),
-            name: "creds".into(),
-            detail: "403".into(),
-        };
+        });
+        let not_hex = secret(|namespace, name| SecretProblem::InvalidKey {
+            namespace,
+            name,
+            what: "not hex".into(),
+        });
+        let forbidden = secret(|namespace, name| SecretProblem::Unreadable {
+            namespace,
+            name,
+            source: kube::Error::LinesCodecMaxLineLengthExceeded,
+        });
         let wrong_key = refused("invalid token", Class::Issuer(IssuerFault::Credentials));
         let bad_profile = refused("invalid profile", Class::Issuer(IssuerFault::Config));
-        let tls = CfsslError::Tls {
-            call: Call::Info,
-            url: "https://ca".into(),
-            label: "l".into(),
-            detail: "unknown issuer".into(),
-        };
-        let down = CfsslError::Unreachable {
-            call: Call::Info,
-            url: "http://ca".into(),
-            label: "l".into(),
-            detail: "refused".into(),
-        };
-        let bad_url = CfsslError::CaBundle("no PEM certificate in it".into());
-        let cases: Vec<(&str, Observation, bool, ReadyReason, Retry)> = vec![
+        let tls = crate::controllers::testing::tls("unknown issuer");
+        let down = unreachable(Call::Info);
+        let bad_bundle = CfsslError::CaBundle("no PEM certificate in it".into());
+        use ReadyReason::*;
+        use Retry::{Backoff, Interval};
+        // (row, observation, ready, reason, message, retry)
+        let cases: Vec<(&str, Observation, bool, ReadyReason, &str, Retry)> = vec![
             (
                 "healthy",
                 Observation::Check(Ok(())),
                 true,
-                ReadyReason::Checked,
-                Retry::Interval,
+                Checked,
+                "the CA accepted the label, profile and key",
+                Interval,
             ),
             (
                 "secret missing",
                 Observation::Secret(&missing),
                 false,
-                ReadyReason::SecretNotFound,
-                Retry::Backoff,
+                SecretNotFound,
+                "Secret ns/creds not found",
+                Backoff,
             ),
             (
                 "secret without key",
                 Observation::Secret(&no_key),
                 false,
-                ReadyReason::InvalidCredentials,
-                Retry::Backoff,
+                InvalidCredentials,
+                "Secret ns/creds has no \"key\" entry",
+                Backoff,
             ),
             (
                 "key not hex",
                 Observation::Secret(&not_hex),
                 false,
-                ReadyReason::InvalidCredentials,
-                Retry::Backoff,
+                InvalidCredentials,
+                "Secret ns/creds: not hex",
+                Backoff,
             ),
             (
                 "secret unreadable",
                 Observation::Secret(&forbidden),
                 false,
-                ReadyReason::Pending,
-                Retry::Backoff,
+                Pending,
+                "cannot read Secret ns/creds: Error finding newline character",
+                Backoff,
             ),
             (
                 "wrong key",
                 Observation::Check(Err(&wrong_key)),
                 false,
-                ReadyReason::InvalidCredentials,
-                Retry::Backoff,
+                InvalidCredentials,
+                "authsign at http://ca (label \"l\") refused: invalid token (HTTP 400, code 1)",
+                Backoff,
             ),
             (
                 "unknown profile",
                 Observation::Check(Err(&bad_profile)),
                 false,
-                ReadyReason::InvalidConfig,
-                Retry::Backoff,
+                InvalidConfig,
+                "authsign at http://ca (label \"l\") refused: invalid profile (HTTP 400, code 1)",
+                Backoff,
             ),
             (
                 "TLS trust",
                 Observation::Check(Err(&tls)),
                 false,
-                ReadyReason::TlsError,
-                Retry::Backoff,
+                TlsError,
+                "info at https://ca (label \"l\"): TLS failure: unknown issuer",
+                Backoff,
             ),
             (
                 "CA down",
                 Observation::Check(Err(&down)),
                 false,
-                ReadyReason::CaUnreachable,
-                Retry::Backoff,
+                CaUnreachable,
+                "info at http://ca (label \"l\"): cannot reach the CA: connection refused",
+                Backoff,
             ),
             (
                 "bad CA bundle",
-                Observation::Client(&bad_url),
+                Observation::Client(&bad_bundle),
                 false,
-                ReadyReason::TlsError,
-                Retry::Backoff,
+                TlsError,
+                "invalid CA bundle: no PEM certificate in it",
+                Backoff,
             ),
         ];
-        for (row, observation, ready, reason, retry) in cases {
-            let v = verdict(observation);
-            assert_eq!(
-                (v.ready, v.reason, v.retry),
-                (ready, reason, retry),
-                "{row}: {}",
-                v.message
-            );
-            assert!(!v.message.is_empty(), "{row}");
+        for (row, observation, ready, reason, message, retry) in cases {
+            let want = Verdict {
+                ready,
+                reason,
+                message: message.into(),
+                retry,
+            };
+            assert_eq!(verdict(observation), want, "{row}");
+        }
+    }
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn issuer(generation: i64, ready: Option<Condition>) -> Issuer {
+        let mut issuer = Issuer::new("ca", IssuerSpec::default());
+        issuer.metadata.namespace = Some("apps".into());
+        issuer.metadata.generation = Some(generation);
+        issuer.status = ready.map(|c| crate::api::IssuerStatus { conditions: vec![c] });
+        issuer
+    }
+
+    fn checked(message: &str) -> Verdict {
+        Verdict {
+            ready: true,
+            reason: ReadyReason::Checked,
+            message: message.into(),
+            retry: Retry::Interval,
+        }
+    }
+
+    fn down(message: &str) -> Verdict {
+        Verdict {
+            ready: false,
+            reason: ReadyReason::CaUnreachable,
+            message: message.into(),
+            retry: Retry::Backoff,
+        }
+    }
+
+    fn apply(condition: serde_json::Value) -> Option<serde_json::Value> {
+        Some(json!({
+            "apiVersion": "cfssl-issuer.wikimedia.org/v1alpha1",
+            "kind": "Issuer",
+            "status": {"conditions": [condition]},
+        }))
+    }
+
+    #[test]
+    fn plan_table() {
+        use ObservedGeneration::{Declared, NotDeclared};
+        let interval = Duration::from_secs(60);
+        let now = at("2026-11-22T10:00:00Z");
+        let earlier = at("2026-11-22T09:00:00Z");
+        let ready_before = Condition::ready(ReadyReason::Checked, "ok", earlier, Some(2));
+        let down_before = Condition::ready(ReadyReason::CaUnreachable, "down", earlier, Some(2));
+        let normal = |note: &str| {
+            Some(Notice {
+                type_: EventType::Normal,
+                reason: "Checked",
+                note: note.into(),
+                action: "Check",
+            })
+        };
+        let warning = |note: &str| {
+            Some(Notice {
+                type_: EventType::Warning,
+                reason: "CAUnreachable",
+                note: note.into(),
+                action: "Check",
+            })
+        };
+        // (row, issuer, verdict, schema, want)
+        let cases: Vec<(&str, Issuer, Verdict, ObservedGeneration, Plan<Infallible>)> = vec![
+            (
+                "first check, healthy",
+                issuer(2, None),
+                checked("ok"),
+                Declared,
+                Plan {
+                    status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
+                    "message": "ok", "lastTransitionTime": "2026-11-22T10:00:00Z", "observedGeneration": 2})),
+                    event: normal("ok"),
+                    next: Next::After(interval),
+                },
+            ),
+            (
+                "unchanged: nothing written",
+                issuer(2, Some(ready_before.clone())),
+                checked("ok"),
+                Declared,
+                Plan::idle(Next::After(interval)),
+            ),
+            (
+                "new generation: rewritten, transition time kept",
+                issuer(3, Some(ready_before.clone())),
+                checked("ok"),
+                Declared,
+                Plan {
+                    status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
+                    "message": "ok", "lastTransitionTime": "2026-11-22T09:00:00Z", "observedGeneration": 3})),
+                    event: normal("ok"),
+                    next: Next::After(interval),
+                },
+            ),
+            (
+                "goes down: transition now, backoff",
+                issuer(2, Some(ready_before)),
+                down("refused"),
+                Declared,
+                Plan {
+                    status: apply(
+                        json!({"type": "Ready", "status": "False", "reason": "CAUnreachable",
+                    "message": "refused", "lastTransitionTime": "2026-11-22T10:00:00Z", "observedGeneration": 2}),
+                    ),
+                    event: warning("refused"),
+                    next: Next::Backoff,
+                },
+            ),
+            (
+                "still down, same words: nothing written",
+                issuer(2, Some(down_before.clone())),
+                down("down"),
+                Declared,
+                Plan::idle(Next::Backoff),
+            ),
+            (
+                "Go CRD: no observedGeneration",
+                issuer(2, None),
+                down("x"),
+                NotDeclared,
+                Plan {
+                    status: apply(
+                        json!({"type": "Ready", "status": "False", "reason": "CAUnreachable",
+                    "message": "x", "lastTransitionTime": "2026-11-22T10:00:00Z"}),
+                    ),
+                    event: warning("x"),
+                    next: Next::Backoff,
+                },
+            ),
+        ];
+        for (row, issuer, verdict, schema, want) in cases {
+            assert_eq!(plan(&issuer, &verdict, schema, now, interval), want, "{row}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One CFSSL client per issuer, reused while neither the issuer's spec nor its Secret changes:
 //! a client holds the connection pool, the TLS setup and the cached signer certificate.
 
+use crate::clock::lock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -28,34 +29,28 @@ impl Clients {
         fingerprint: Fingerprint,
         config: impl FnOnce() -> ClientConfig,
     ) -> Result<Arc<Client>, Error> {
-        if let Some((fp, client)) = self.by_issuer.lock().expect("clients lock").get(issuer)
+        if let Some((fp, client)) = lock(&self.by_issuer).get(issuer)
             && *fp == fingerprint
         {
             return Ok(client.clone());
         }
         let client = Arc::new(Client::new(config())?);
-        self.by_issuer
-            .lock()
-            .expect("clients lock")
-            .insert(issuer.to_string(), (fingerprint, client.clone()));
+        lock(&self.by_issuer).insert(issuer.to_string(), (fingerprint, client.clone()));
         Ok(client)
     }
 
     /// Drops the client of a deleted issuer.
     pub fn forget(&self, issuer: &str) {
-        self.by_issuer.lock().expect("clients lock").remove(issuer);
+        lock(&self.by_issuer).remove(issuer);
     }
 
     /// Keeps only the clients of issuers `keep` accepts.
     pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
-        self.by_issuer
-            .lock()
-            .expect("clients lock")
-            .retain(|k, _| keep(k));
+        lock(&self.by_issuer).retain(|k, _| keep(k));
     }
 
     pub fn len(&self) -> usize {
-        self.by_issuer.lock().expect("clients lock").len()
+        lock(&self.by_issuer).len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -3,13 +3,54 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use super::issuer::decide::SecretProblem;
+use crate::api::ReadyReason;
 use crate::cfssl::AuthKey;
 
 /// Secret entry holding the hex HMAC key (the Go issuer's name).
 pub const KEY: &str = "key";
 /// Optional Secret entry mixed into every token.
 pub const ADDITIONAL_DATA: &str = "additional_data";
+
+/// Why the credential Secret cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretProblem {
+    #[error("Secret {namespace}/{name} not found")]
+    NotFound { namespace: String, name: String },
+    #[error("Secret {namespace}/{name} has no {key:?} entry")]
+    MissingKey {
+        namespace: String,
+        name: String,
+        key: &'static str,
+    },
+    #[error("Secret {namespace}/{name}: {what}")]
+    InvalidKey {
+        namespace: String,
+        name: String,
+        /// What is wrong with the entry; never its value.
+        what: String,
+    },
+    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    Unreadable {
+        namespace: String,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl SecretProblem {
+    /// The issuer's `Ready` reason while its Secret has this problem.
+    pub fn reason(&self) -> ReadyReason {
+        match self {
+            SecretProblem::NotFound { .. } => ReadyReason::SecretNotFound,
+            SecretProblem::MissingKey { .. } | SecretProblem::InvalidKey { .. } => {
+                ReadyReason::InvalidCredentials
+            }
+            // RBAC or the API server: our problem, not the issuer's, but it cannot sign.
+            SecretProblem::Unreadable { .. } => ReadyReason::Pending,
+        }
+    }
+}
 
 /// A usable key and the Secret version it came from, so clients built on it can be reused until
 /// the Secret changes.
@@ -28,10 +69,10 @@ pub async fn read(client: &kube::Client, namespace: &str, name: &str) -> Result<
             namespace: namespace.into(),
             name: name.into(),
         }),
-        Err(err) => Err(SecretProblem::Unreadable {
+        Err(source) => Err(SecretProblem::Unreadable {
             namespace: namespace.into(),
             name: name.into(),
-            detail: err.to_string(),
+            source,
         }),
     }
 }
@@ -51,10 +92,10 @@ pub fn from_secret(secret: &Secret, namespace: &str, name: &str) -> Result<Crede
         name: name.into(),
         key: KEY,
     })?;
-    let invalid = |detail: String| SecretProblem::InvalidKey {
+    let invalid = |what: String| SecretProblem::InvalidKey {
         namespace: namespace.into(),
         name: name.into(),
-        detail,
+        what,
     };
     let hex_key = std::str::from_utf8(hex_key).map_err(|_| invalid(format!("{KEY:?} is not text")))?;
     let mut key = AuthKey::from_hex(hex_key).map_err(|e| invalid(format!("{KEY:?}: {e}")))?;

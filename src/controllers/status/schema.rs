@@ -17,7 +17,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::{Context, Recheck};
 use crate::api::{GROUP, IssuerKind, VERSION};
 
 /// Whether the installed schema has `status.conditions[].observedGeneration`.
@@ -178,37 +177,27 @@ impl StatusSchemas {
     }
 }
 
-/// Keeps `ctx.status_schemas` current from the two CRDs. Each is watched by `metadata.name`,
-/// which is how a list or watch satisfies an RBAC rule restricted by `resourceNames`. When
-/// what a kind's schema holds changes, its issuers are checked again, so their conditions are
-/// rewritten in the new form.
-pub async fn watch(ctx: Arc<Context>) {
+/// Keeps `schemas` current from the two CRDs. Each is watched by `metadata.name`, which is how
+/// a list or watch satisfies an RBAC rule restricted by `resourceNames`. When what a kind's
+/// schema holds changes, `changed` is told, so its issuers are checked again and their
+/// conditions rewritten in the new form.
+pub async fn watch(client: kube::Client, schemas: StatusSchemas, changed: impl Fn(IssuerKind)) {
     futures::future::join(
-        watch_one(ctx.clone(), IssuerKind::Issuer),
-        watch_one(ctx, IssuerKind::ClusterIssuer),
+        watch_one(&client, &schemas, IssuerKind::Issuer, &changed),
+        watch_one(&client, &schemas, IssuerKind::ClusterIssuer, &changed),
     )
     .await;
 }
 
-fn recheck_all(ctx: &Context, kind: IssuerKind) {
-    let rechecks: Vec<Recheck> = match kind {
-        IssuerKind::Issuer => ctx.issuers.state().iter().map(|i| Recheck::of(&**i)).collect(),
-        IssuerKind::ClusterIssuer => ctx
-            .cluster_issuers
-            .state()
-            .iter()
-            .map(|i| Recheck::of(&**i))
-            .collect(),
-    };
-    for recheck in rechecks {
-        let _ = ctx.recheck.send(recheck);
-    }
-}
-
-async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
+async fn watch_one(
+    client: &kube::Client,
+    schemas: &StatusSchemas,
+    kind: IssuerKind,
+    changed: &impl Fn(IssuerKind),
+) {
     let name = crd_name(kind);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let api = Api::<CustomResourceDefinition>::all(ctx.client.clone());
+    let api = Api::<CustomResourceDefinition>::all(client.clone());
     let mut events = watcher(api, config).default_backoff().boxed();
     while let Some(event) = events.next().await {
         let learned = match event {
@@ -217,7 +206,7 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
             Ok(_) => None,
             Err(err) => {
                 let learned = learned_from_error(&err);
-                if learned.is_some() && !ctx.status_schemas.denied_logged.swap(true, Ordering::Relaxed) {
+                if learned.is_some() && !schemas.denied_logged.swap(true, Ordering::Relaxed) {
                     tracing::warn!(crd = %name, error = %err,
                         "cannot read the CRD; writing observedGeneration, and counting conditions without it as current");
                 } else if learned.is_none() {
@@ -227,14 +216,14 @@ async fn watch_one(ctx: Arc<Context>, kind: IssuerKind) {
             }
         };
         let learned = learned.map(|value| match value {
-            ObservedGeneration::Unreadable => after_denial(ctx.status_schemas.get(kind)),
+            ObservedGeneration::Unreadable => after_denial(schemas.get(kind)),
             value => value,
         });
         if let Some(value) = learned
-            && ctx.status_schemas.set(kind, value)
+            && schemas.set(kind, value)
         {
             tracing::info!(kind = kind.as_str(), observed_generation = ?value, "issuer status schema learned");
-            recheck_all(&ctx, kind);
+            changed(kind);
         }
     }
 }
@@ -291,10 +280,10 @@ mod tests {
         let ours = crate::api::crds();
         let go = [
             go_crd(include_str!(
-                "../../tests/data/crds/cfssl-issuer.wikimedia.org_issuers.yaml"
+                "../../../tests/data/crds/cfssl-issuer.wikimedia.org_issuers.yaml"
             )),
             go_crd(include_str!(
-                "../../tests/data/crds/cfssl-issuer.wikimedia.org_clusterissuers.yaml"
+                "../../../tests/data/crds/cfssl-issuer.wikimedia.org_clusterissuers.yaml"
             )),
         ];
         let mut preserving = go[0].clone();

@@ -1,0 +1,269 @@
+//! The request controller's plans: from a [`Step`] (or a signing [`Outcome`]) and the observed
+//! request to the exact status apply, Event, next move and what to remember.
+
+use base64::Engine;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Value, json};
+
+use super::decide::{Held, Outcome, RequestView, Step};
+use crate::api::certmanager::{CertificateRequest, RequestReason};
+use crate::api::{Condition, ConditionStatus, IssuerKind, READY};
+use crate::controllers::events::{Notice, reason};
+use crate::controllers::plan::{Next, Plan};
+use crate::controllers::status::document;
+use crate::pki::Chain;
+
+/// The request controller's own next moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// Ask the CA through the issuer of this kind the request names.
+    Sign(IssuerKind),
+    /// The CA blamed the issuer (of this kind): check it again now, and look at the request
+    /// again after its backoff (the issuer's watch brings it back sooner once it is Ready).
+    RecheckIssuer(IssuerKind),
+}
+
+/// A plan plus what the controller remembers of the request once it is carried out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub plan: Plan<Work>,
+    pub memo: Memo,
+}
+
+/// Memory updates, by request UID (see `controllers::memory` and `Signings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Memo {
+    pub waiting: Waiting,
+    pub window: Window,
+    /// The status written carries the chain this process signed: hold the written
+    /// resourceVersion until the cache shows it.
+    pub hold_written: bool,
+}
+
+/// The one `WaitingForApproval` Event per wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Waiting {
+    #[default]
+    Unchanged,
+    /// Announced now: no second Event while it waits.
+    Announced,
+    /// No longer waiting for approval.
+    Over,
+}
+
+/// The retry window of a failing request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Window {
+    #[default]
+    Unchanged,
+    /// A retryable failure now (an earlier one stays the start), before the write.
+    Open,
+    /// Signed or failed for good, after the write: backoff and window close.
+    Close,
+}
+
+const DENIED: &str = "The CertificateRequest was denied by an approval controller";
+const FETCHED: &str = "Certificate fetched from issuer successfully";
+const WAITING: &str = "Not signing until the request is approved (cert-manager's Approved condition)";
+
+/// The decision for a step of the contract. `announced`: the wait for approval already had
+/// its Event.
+pub fn for_step(step: Step, request: &RequestView, held: &Held, announced: bool, now: Timestamp) -> Decision {
+    let over = Memo {
+        waiting: Waiting::Over,
+        ..Memo::default()
+    };
+    let written = |write: ReadyWrite, notice: Notice, memo: Memo| Decision {
+        plan: write.plan(request, notice, Next::AwaitChange, now),
+        memo,
+    };
+    match step {
+        Step::Leave => idle(Next::AwaitChange, over),
+        Step::WaitForApproval if announced => idle(Next::AwaitChange, Memo::default()),
+        Step::WaitForApproval => Decision {
+            plan: Plan {
+                status: None,
+                event: Some(Notice::normal(reason::WAITING_FOR_APPROVAL, "Sign", WAITING)),
+                next: Next::AwaitChange,
+            },
+            memo: Memo {
+                waiting: Waiting::Announced,
+                ..Memo::default()
+            },
+        },
+        Step::Deny => written(
+            ReadyWrite::failed(RequestReason::Denied, DENIED),
+            Notice::warning(reason::DENIED, "Sign", DENIED),
+            over,
+        ),
+        Step::Reject(message) => written(
+            ReadyWrite::failed(RequestReason::Failed, &message),
+            Notice::warning(reason::PERMANENT_ERROR, "Sign", &message),
+            over,
+        ),
+        Step::ConfirmIssued => {
+            let (chain, hold_written) = match held {
+                Held::Unsaved(chain) => (chain.clone(), true),
+                _ => (
+                    request.certificate.clone().unwrap_or_else(|| Chain {
+                        certificates: String::new(),
+                        ca: None,
+                    }),
+                    false,
+                ),
+            };
+            let memo = Memo { hold_written, ..over };
+            written(
+                ReadyWrite::issued(chain),
+                Notice::normal(reason::ISSUED, "Sign", FETCHED),
+                memo,
+            )
+        }
+        Step::WaitForIssuer { event, message } => written(
+            ReadyWrite::pending(&message),
+            Notice::normal(event.as_str(), "Sign", &message),
+            over,
+        ),
+        Step::Sign(kind) => idle(Next::Work(Work::Sign(kind)), over),
+    }
+}
+
+/// The decision after a signing attempt.
+pub fn for_outcome(outcome: Outcome, kind: IssuerKind, request: &RequestView, now: Timestamp) -> Decision {
+    let decision = |write: ReadyWrite, notice: Notice, next, memo| Decision {
+        plan: write.plan(request, notice, next, now),
+        memo,
+    };
+    let close = Memo {
+        window: Window::Close,
+        ..Memo::default()
+    };
+    match outcome {
+        Outcome::Issued(chain) => decision(
+            ReadyWrite::issued(chain),
+            Notice::normal(reason::ISSUED, "Sign", FETCHED),
+            Next::AwaitChange,
+            Memo {
+                hold_written: true,
+                ..close
+            },
+        ),
+        Outcome::Failed(message) => decision(
+            ReadyWrite::failed(RequestReason::Failed, &message),
+            Notice::warning(reason::PERMANENT_ERROR, "Sign", &message),
+            Next::AwaitChange,
+            close,
+        ),
+        Outcome::Retry(message) => decision(
+            ReadyWrite::pending(&message),
+            Notice::warning(reason::RETRYABLE_ERROR, "Sign", &message),
+            Next::Backoff,
+            Memo {
+                window: Window::Open,
+                ..Memo::default()
+            },
+        ),
+        Outcome::IssuerFault { message, .. } => decision(
+            ReadyWrite::pending(&message),
+            Notice::warning(reason::ISSUER_NOT_READY, "Sign", &message),
+            Next::Work(Work::RecheckIssuer(kind)),
+            Memo::default(),
+        ),
+    }
+}
+
+fn idle(next: Next<Work>, memo: Memo) -> Decision {
+    Decision {
+        plan: Plan::idle(next),
+        memo,
+    }
+}
+
+/// The status fields one write sets; applied with server-side apply so conditions owned by
+/// others (`Approved`, `Denied`) stay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyWrite {
+    pub status: ConditionStatus,
+    pub reason: RequestReason,
+    pub message: String,
+    pub chain: Option<Chain>,
+    /// Terminal: `failureTime` is set (once).
+    pub failed: bool,
+}
+
+impl ReadyWrite {
+    pub fn issued(chain: Chain) -> Self {
+        ReadyWrite {
+            status: ConditionStatus::True,
+            reason: RequestReason::Issued,
+            message: FETCHED.into(),
+            chain: Some(chain),
+            failed: false,
+        }
+    }
+
+    pub fn pending(message: &str) -> Self {
+        ReadyWrite {
+            status: ConditionStatus::False,
+            reason: RequestReason::Pending,
+            message: message.into(),
+            chain: None,
+            failed: false,
+        }
+    }
+
+    pub fn failed(reason: RequestReason, message: &str) -> Self {
+        ReadyWrite {
+            status: ConditionStatus::False,
+            reason,
+            message: message.into(),
+            chain: None,
+            failed: true,
+        }
+    }
+
+    /// The plan that applies this write with `notice`; neither when the request already says
+    /// exactly this.
+    fn plan(self, request: &RequestView, notice: Notice, next: Next<Work>, now: Timestamp) -> Plan<Work> {
+        let status = ready_status(request, &self, now);
+        Plan {
+            event: status.is_some().then_some(notice),
+            status,
+            next,
+        }
+    }
+}
+
+/// Pure: the apply document for `write`, or `None` when the request already says exactly that.
+pub fn ready_status(request: &RequestView, write: &ReadyWrite, now: Timestamp) -> Option<Value> {
+    let previous = request.ready.as_ref();
+    let unchanged = previous
+        .is_some_and(|p| p.status == write.status && p.reason == write.reason && p.message == write.message);
+    if unchanged && write.chain.is_none() && !write.failed {
+        return None;
+    }
+    let condition = Condition::new(
+        READY,
+        write.status,
+        write.reason.as_str(),
+        &write.message,
+        now,
+        None,
+    )
+    .with_transition_from(previous);
+    let mut status = json!({ "conditions": [condition] });
+    if let Some(chain) = &write.chain {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        status["certificate"] = b64.encode(&chain.certificates).into();
+        if let Some(ca) = &chain.ca {
+            status["ca"] = b64.encode(ca).into();
+        }
+    }
+    if write.failed {
+        // Set once: keep the first failure time.
+        let first = request.failure_time.clone().unwrap_or(Time(now));
+        status["failureTime"] = json!(first);
+    }
+    Some(document::<CertificateRequest>(status))
+}

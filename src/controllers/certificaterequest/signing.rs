@@ -1,0 +1,203 @@
+//! Signing one request: at most one call to the CA at a time and ever, for each request, and
+//! the classification of what came back.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+
+use super::RequestContext;
+use super::decide::{self, Held, Outcome, Signing};
+use super::observe::request_key;
+use crate::api::certmanager::CertificateRequest;
+use crate::api::{AnyIssuer, IssuerKind};
+use crate::clock::lock;
+use crate::controllers::signer;
+use crate::pki::Chain;
+use crate::telemetry::metrics::{CertificateLabels, IssuerLabels};
+
+/// What this process holds for the requests it signs, by request UID: a retry writes the kept
+/// chain instead of asking the CA again, and a reconcile from a stale cache neither signs again
+/// nor drops the certificate.
+#[derive(Debug, Default)]
+pub struct Signings {
+    by_uid: Mutex<HashMap<String, Signing>>,
+}
+
+impl Signings {
+    /// Observe: what is held for `uid` against the object seen at `version`; forgets the entry
+    /// once the cache shows the write.
+    pub fn held(&self, uid: &str, version: Option<&str>, has_certificate: bool) -> Held {
+        let mut by_uid = lock(&self.by_uid);
+        let (held, forget) = decide::hold(by_uid.get(uid), version, has_certificate);
+        if forget {
+            by_uid.remove(uid);
+        }
+        held
+    }
+
+    /// The Issued write landed as `resource_version`: hold that until the cache shows it.
+    pub fn saved(&self, uid: &str, resource_version: Option<String>) {
+        lock(&self.by_uid).insert(uid.to_string(), Signing::Saved { resource_version });
+    }
+
+    /// Puts `entry` in place for `uid` (tests and benches start from a given state).
+    pub fn insert(&self, uid: &str, entry: Signing) {
+        lock(&self.by_uid).insert(uid.to_string(), entry);
+    }
+
+    pub fn forget(&self, uid: &str) {
+        lock(&self.by_uid).remove(uid);
+    }
+
+    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
+        lock(&self.by_uid).retain(|uid, _| keep(uid));
+    }
+
+    /// A copy of every entry, for tests and benches.
+    pub fn snapshot(&self) -> HashMap<String, Signing> {
+        lock(&self.by_uid).clone()
+    }
+
+    /// Starts a sign for `uid` unless one is in flight or done.
+    fn begin(&self, uid: &str) -> Option<Flight<'_>> {
+        let mut by_uid = lock(&self.by_uid);
+        if by_uid.contains_key(uid) {
+            return None;
+        }
+        by_uid.insert(uid.to_string(), Signing::InFlight);
+        Some(Flight {
+            signings: self,
+            uid: uid.to_string(),
+        })
+    }
+}
+
+/// A sign in flight for one request. Dropped before [`Flight::signed`], it frees the request
+/// for the next attempt; after, the chain stays until the cache shows the write.
+struct Flight<'a> {
+    signings: &'a Signings,
+    uid: String,
+}
+
+impl Flight<'_> {
+    fn signed(&self, chain: Chain) {
+        self.signings.insert(&self.uid, Signing::Unsaved(chain));
+    }
+}
+
+impl Drop for Flight<'_> {
+    fn drop(&mut self) {
+        let mut by_uid = lock(&self.signings.by_uid);
+        if by_uid.get(&self.uid) == Some(&Signing::InFlight) {
+            by_uid.remove(&self.uid);
+        }
+    }
+}
+
+/// Act: signs `cr` with the issuer of `kind` it names, once; `None` when a sign of it is in
+/// flight or done (its write brings the request back).
+pub async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &RequestContext) -> Option<Outcome> {
+    let uid = request_key(cr);
+    let flight = ctx.signings.begin(&uid)?;
+    let name = &cr.spec.issuer_ref.name;
+    let outcome = match kind {
+        IssuerKind::Issuer => {
+            let ns = cr.namespace().unwrap_or_default();
+            let found = ctx.issuers.get(&ObjectRef::new(name).within(&ns));
+            sign_with(cr, found.as_deref(), ctx).await
+        }
+        IssuerKind::ClusterIssuer => {
+            let found = ctx.cluster_issuers.get(&ObjectRef::new(name));
+            sign_with(cr, found.as_deref(), ctx).await
+        }
+    };
+    if let Outcome::Issued(chain) = &outcome {
+        flight.signed(chain.clone());
+    }
+    Some(outcome)
+}
+
+/// Signs with `issuer` (from the cache), classifying every failure.
+async fn sign_with<K: AnyIssuer>(
+    cr: &CertificateRequest,
+    issuer: Option<&K>,
+    ctx: &RequestContext,
+) -> Outcome {
+    let Some(issuer) = issuer else {
+        return Outcome::Retry(format!("{} {:?} disappeared", K::KIND, cr.spec.issuer_ref.name));
+    };
+    let signer = &ctx.signer;
+    let credentials = match signer.credentials(issuer).await {
+        Ok(c) => c,
+        Err(problem) => {
+            return Outcome::IssuerFault {
+                message: problem.to_string(),
+                reason: problem.reason(),
+            };
+        }
+    };
+    let client = match signer.client(issuer, credentials) {
+        Ok(c) => c,
+        Err(err) => {
+            return Outcome::IssuerFault {
+                message: err.to_string(),
+                reason: signer::blame(&err),
+            };
+        }
+    };
+    // The retry window starts at the first failed sign, not at creation.
+    let first_failure = ctx.memory.first_failure(&request_key(cr));
+    let result = signer
+        .timed(issuer, "sign", client.sign(&cr.spec.request.0))
+        .await;
+    if let Ok(signed) = &result {
+        record_issued(ctx, cr, &signer::key(issuer), &signed.chain);
+    }
+    decide::outcome(
+        result.as_ref().map(|s| s.chain.clone()),
+        first_failure,
+        ctx.shared.now(),
+        ctx.shared.config.max_retry_duration,
+    )
+}
+
+fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, chain: &Chain) {
+    let metrics = &ctx.shared.metrics;
+    metrics
+        .issued
+        .get_or_create(&IssuerLabels {
+            issuer: issuer.into(),
+        })
+        .inc();
+    let not_after = crate::pki::certificates_in(&chain.certificates)
+        .ok()
+        .and_then(|ders| {
+            let leaf = ders.first()?;
+            x509_parser::parse_x509_certificate(leaf)
+                .ok()
+                .map(|(_, c)| c.validity().not_after.timestamp())
+        });
+    if let Some(not_after) = not_after {
+        metrics
+            .certificate_expiry
+            .get_or_create(&expiry_labels(cr, issuer))
+            .set(not_after as f64);
+    }
+}
+
+/// The expiry series of a request signed by `issuer`. Keyed by Certificate, so the series
+/// count follows Certificates, not requests.
+pub fn expiry_labels(cr: &CertificateRequest, issuer: &str) -> CertificateLabels {
+    let name = cr
+        .annotations()
+        .get("cert-manager.io/certificate-name")
+        .cloned()
+        .unwrap_or_else(|| cr.name_any());
+    CertificateLabels {
+        namespace: cr.namespace().unwrap_or_default(),
+        name,
+        issuer: issuer.into(),
+    }
+}

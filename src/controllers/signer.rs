@@ -1,0 +1,141 @@
+//! Signer access, shared by the controllers that talk to the CA: an issuer's credentials (one
+//! Secret read), its CFSSL client (reused while spec and Secret are unchanged), each call timed
+//! into the metrics, and the `Ready` reason a failure gives the issuer.
+
+pub mod clients;
+pub mod credentials;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Instant;
+
+use kube::ResourceExt;
+
+pub use self::clients::{Clients, Fingerprint};
+pub use self::credentials::{Credentials, SecretProblem};
+use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
+use crate::cfssl::{self, Class, ClientConfig, IssuerFault};
+use crate::clock::Clock;
+use crate::telemetry::Metrics;
+use crate::telemetry::metrics::CallLabels;
+
+/// A stable name for logs, backoff, metrics and the client cache: `Issuer/ns/name` or
+/// `ClusterIssuer/name`.
+pub fn key<K: AnyIssuer>(issuer: &K) -> String {
+    match issuer.namespace() {
+        Some(ns) => format!("{}/{ns}/{}", K::KIND, issuer.name_any()),
+        None => format!("{}/{}", K::KIND, issuer.name_any()),
+    }
+}
+
+/// Reaches the CA on an issuer's behalf.
+pub struct Signer {
+    client: kube::Client,
+    /// Where a ClusterIssuer's credential Secret lives.
+    cluster_resource_namespace: String,
+    timeout: std::time::Duration,
+    clock: Clock,
+    metrics: Arc<Metrics>,
+    /// One client per issuer, by [`key`].
+    pub clients: Clients,
+}
+
+impl Signer {
+    pub fn new(client: kube::Client, config: &super::Config, clock: Clock, metrics: Arc<Metrics>) -> Self {
+        Signer {
+            client,
+            cluster_resource_namespace: config.cluster_resource_namespace.clone(),
+            timeout: config.cfssl_timeout,
+            clock,
+            metrics,
+            clients: Clients::default(),
+        }
+    }
+
+    /// Reads the issuer's credential Secret.
+    pub async fn credentials<K: AnyIssuer>(&self, issuer: &K) -> Result<Credentials, SecretProblem> {
+        let namespace = issuer
+            .secret_namespace(&self.cluster_resource_namespace)
+            .unwrap_or_default();
+        credentials::read(&self.client, namespace, &issuer.spec().auth_secret_name).await
+    }
+
+    /// The issuer's CFSSL client, reused while its spec and Secret are unchanged.
+    pub fn client<K: AnyIssuer>(
+        &self,
+        issuer: &K,
+        credentials: Credentials,
+    ) -> Result<Arc<cfssl::Client>, cfssl::Error> {
+        let fingerprint = Fingerprint {
+            issuer_uid: issuer.uid().unwrap_or_default(),
+            generation: issuer.meta().generation.unwrap_or_default(),
+            secret_version: credentials.version.clone(),
+        };
+        let key = key(issuer);
+        self.clients.get_or_build(&key, fingerprint, || {
+            let mut config = client_config(issuer.spec(), credentials, self.timeout);
+            config.unanswered_signs = self.metrics.possible_duplicates_of(&key);
+            config
+        })
+    }
+
+    /// Runs one CFSSL call, recording its latency and, when it fails, its error class.
+    pub async fn timed<K: AnyIssuer, T>(
+        &self,
+        issuer: &K,
+        call: &'static str,
+        work: impl Future<Output = Result<T, cfssl::Error>>,
+    ) -> Result<T, cfssl::Error> {
+        let started = Instant::now();
+        let result = work.await;
+        let labels = CallLabels {
+            issuer: key(issuer),
+            label: issuer.spec().label.clone(),
+            call,
+        };
+        let class = result.as_ref().err().map(|err| class_label(err.class()));
+        self.metrics
+            .observe_call(labels, started.elapsed().as_secs_f64(), class);
+        result
+    }
+
+    /// The injected clock the signer's clients use.
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+}
+
+/// Pure: the client settings an issuer's spec and credentials describe.
+pub fn client_config(
+    spec: &IssuerSpec,
+    credentials: Credentials,
+    timeout: std::time::Duration,
+) -> ClientConfig {
+    let mut config = ClientConfig::new(spec.url.clone(), spec.label.clone(), credentials.key);
+    config.profile = spec.profile.clone().unwrap_or_default();
+    config.bundle = spec.bundle.unwrap_or(false);
+    config.ca_bundle_pem = spec.ca_bundle.as_ref().map(|b| b.0.clone());
+    config.timeout = timeout;
+    config
+}
+
+/// The issuer's `Ready` reason for a CFSSL error.
+pub fn blame(err: &cfssl::Error) -> ReadyReason {
+    match err.class() {
+        Class::Issuer(IssuerFault::Credentials) => ReadyReason::InvalidCredentials,
+        Class::Issuer(IssuerFault::Config) => ReadyReason::InvalidConfig,
+        Class::Issuer(IssuerFault::Tls) => ReadyReason::TlsError,
+        Class::Retryable => ReadyReason::CaUnreachable,
+        // A check refused for a reason that is neither ours nor the network's.
+        Class::Permanent => ReadyReason::InvalidConfig,
+    }
+}
+
+/// The metrics label of an error class.
+pub fn class_label(class: Class) -> &'static str {
+    match class {
+        Class::Retryable => "retryable",
+        Class::Permanent => "permanent",
+        Class::Issuer(_) => "issuer",
+    }
+}

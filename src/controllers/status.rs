@@ -1,0 +1,63 @@
+//! Status writes: server-side apply on `/status`, each controller under a field manager of its
+//! own, and ([`schema`]) what the installed issuer CRDs let a status hold.
+//!
+//! Under server-side apply a manager owns every field it last sent and an apply removes the
+//! fields it owned and no longer sends; two controllers sharing a manager would delete each
+//! other's conditions. Hence one [`FieldManager`] per controller, `cfssl-issuer-<controller>`.
+
+pub mod schema;
+
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::{Api, Resource, ResourceExt};
+use serde_json::Value;
+
+/// The field manager of one controller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldManager(&'static str);
+
+impl FieldManager {
+    pub const ISSUER: FieldManager = FieldManager("cfssl-issuer-issuer");
+    pub const CLUSTER_ISSUER: FieldManager = FieldManager("cfssl-issuer-clusterissuer");
+    pub const CERTIFICATE_REQUEST: FieldManager = FieldManager("cfssl-issuer-certificaterequest");
+    /// The leader election Lease: the name every version has used, so a Lease held by an
+    /// older manager is taken over without a conflict.
+    pub const LEADER_ELECTION: FieldManager = FieldManager("cfssl-issuer");
+
+    pub fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+/// Pure: the apply document for `status` on an object of kind `K`.
+pub fn document<K: Resource<DynamicType = ()>>(status: Value) -> Value {
+    serde_json::json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    })
+}
+
+/// Applies `body` (from [`document`]) to `/status` of `obj` as `manager`, taking over any
+/// field another manager holds (the fields sent are this controller's to decide). Returns the
+/// resourceVersion the write produced.
+pub async fn apply<K>(
+    client: &kube::Client,
+    obj: &K,
+    manager: FieldManager,
+    body: &Value,
+) -> Result<Option<String>, kube::Error>
+where
+    K: Resource<DynamicType = ()>,
+{
+    // Erased to reach `/status` of either scope through one code path.
+    let resource = ApiResource::erase::<K>(&());
+    let api: Api<DynamicObject> = match obj.namespace() {
+        Some(ns) => Api::namespaced_with(client.clone(), &ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let params = PatchParams::apply(manager.as_str()).force();
+    let written = api
+        .patch_status(&obj.name_any(), &params, &Patch::Apply(body))
+        .await?;
+    Ok(written.resource_version())
+}

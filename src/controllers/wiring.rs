@@ -1,0 +1,150 @@
+//! What the controllers are built from: one watch per kind, shared.
+//!
+//! Issuers, ClusterIssuers and CertificateRequests are each reflected into one store whose
+//! changes any controller can [`Watched::subscribe`] to. Secrets are watched once, metadata
+//! only, and every change, deletes included (a shared store's subscribers never see deletes),
+//! is passed to each controller that asked with [`SecretFeed::subscribe`].
+
+use std::sync::Arc;
+
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future};
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller;
+use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::mpsc;
+
+use super::watches::Generations;
+
+/// Resolves when the manager stops.
+pub type Shutdown = Shared<BoxFuture<'static, ()>>;
+
+/// Secret metadata, without annotations (a `kubectl apply`'d Secret carries its data there).
+pub type SecretMeta = PartialObjectMeta<Secret>;
+
+/// One kind's store and the writer its reflector fills.
+pub struct Watched<K: reflector::Lookup + Clone + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    pub store: Store<K>,
+    writer: Writer<K>,
+}
+
+impl<K> Watched<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    fn new(buffer: usize) -> Self {
+        let (store, writer) = reflector::store_shared(buffer);
+        Watched { store, writer }
+    }
+
+    /// Every object the reflector applies, from now on.
+    pub fn subscribe(&self) -> ReflectHandle<K> {
+        match self.writer.subscribe() {
+            Some(handle) => handle,
+            None => unreachable!("stores are created shared"),
+        }
+    }
+
+    pub fn into_writer(self) -> Writer<K> {
+        self.writer
+    }
+}
+
+/// Fans the one Secret metadata watch out to the controllers that trigger on Secrets.
+#[derive(Default)]
+pub struct SecretFeed {
+    subscribers: Vec<mpsc::Sender<Arc<SecretMeta>>>,
+}
+
+impl SecretFeed {
+    pub fn subscribe(&mut self) -> impl Stream<Item = Arc<SecretMeta>> + Send + 'static {
+        let (tx, rx) = mpsc::channel(1024);
+        self.subscribers.push(tx);
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) })
+    }
+
+    /// Watches Secret metadata until the process ends, passing each change on.
+    pub async fn run(self, client: kube::Client) {
+        let api = Api::<SecretMeta>::all(client);
+        let subscribers = self.subscribers;
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .modify(|secret| {
+                secret.metadata.managed_fields = None;
+                secret.metadata.annotations = None;
+            })
+            .touched_objects()
+            .for_each(|secret| {
+                let subscribers = subscribers.clone();
+                async move {
+                    let Ok(secret) = secret else { return };
+                    let secret = Arc::new(secret);
+                    for tx in &subscribers {
+                        let _ = tx.send(secret.clone()).await;
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// What every controller is wired from.
+pub struct Wiring {
+    pub shutdown: Shutdown,
+    pub config: controller::Config,
+    pub issuers: Watched<crate::api::Issuer>,
+    pub cluster_issuers: Watched<crate::api::ClusterIssuer>,
+    pub requests: Watched<crate::api::certmanager::CertificateRequest>,
+    pub secrets: SecretFeed,
+    /// Spec generations the issuer controllers last passed on (see [`super::watches`]).
+    pub generations: Arc<Generations>,
+}
+
+impl Wiring {
+    pub fn new(shutdown: Shutdown, config: controller::Config) -> Self {
+        Wiring {
+            shutdown,
+            config,
+            issuers: Watched::new(1024),
+            cluster_issuers: Watched::new(1024),
+            requests: Watched::new(4096),
+            secrets: SecretFeed::default(),
+            generations: Arc::default(),
+        }
+    }
+}
+
+/// Polls a controller (or reflector) stream to its end.
+pub fn drive<S: Stream + Send + 'static>(stream: S) -> BoxFuture<'static, ()> {
+    stream.for_each(|_| future::ready(())).boxed()
+}
+
+/// Reflects `api` into `writer` with `inspect` seeing each event first.
+pub fn reflect<K>(
+    api: Api<K>,
+    writer: Writer<K>,
+    filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let mut filter = filter;
+    drive(
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .try_filter_map(move |event| future::ready(Ok(filter(event))))
+            .reflect_shared(writer),
+    )
+}
