@@ -353,6 +353,40 @@ mod tests {
     }
 
     #[test]
+    fn one_transition_rule_for_every_kind_of_condition() {
+        use ConditionStatus::{False, True};
+        let theirs = |type_: &str, status: &str, since: Option<i64>| crate::api::certmanager::Condition {
+            type_: type_.into(),
+            status: status.into(),
+            last_transition_time: since.map(|s| Time(at(s))),
+            ..Default::default()
+        };
+        // (row, previous written by cert-manager, new, transition time kept from)
+        let cases = [
+            ("same status: kept", theirs(READY, "False", Some(100)), False, 100),
+            ("status flips: now", theirs(READY, "False", Some(100)), True, 500),
+            (
+                "another type: now",
+                theirs("Approved", "False", Some(100)),
+                False,
+                500,
+            ),
+            ("no time to keep: now", theirs(READY, "False", None), False, 500),
+            (
+                "a status we do not know: now",
+                theirs(READY, "false", Some(100)),
+                False,
+                500,
+            ),
+        ];
+        for (row, previous, status, since) in cases {
+            let new =
+                Condition::new(READY, status, "r", "m", at(500), None).with_transition_from(Some(&previous));
+            assert_eq!(new.last_transition_time, Some(Time(at(since))), "{row}");
+        }
+    }
+
+    #[test]
     fn find_condition_by_type() {
         let list = vec![
             Condition::new("A", ConditionStatus::True, "", "", at(0), None),
