@@ -49,26 +49,8 @@ pub async fn run(
         wiring.cluster_issuers.store.clone(),
         metrics,
     );
-    let (issuer_rechecks, cluster_rechecks) = split_rechecks(rechecks);
-    let home = Some(config.cluster_resource_namespace.clone());
-    let (secrets, cluster_secrets) = (wiring.secrets.subscribe(), wiring.secrets.subscribe());
-    let controllers = vec![
-        issuer::controller(
-            &wiring,
-            &wiring.issuers,
-            secrets,
-            (issuer_rechecks, None),
-            ctx.issuers.clone(),
-        ),
-        issuer::controller(
-            &wiring,
-            &wiring.cluster_issuers,
-            cluster_secrets,
-            (cluster_rechecks, home),
-            ctx.issuers.clone(),
-        ),
-        certificaterequest::controller(&wiring, ctx.requests.clone()),
-    ];
+    let home = config.cluster_resource_namespace.clone();
+    let controllers = controllers(&mut wiring, &ctx, rechecks, home);
     let synced = synced(&wiring, health);
     let watches = watch_all(&client, wiring, &ctx);
     tracing::info!(
@@ -98,6 +80,35 @@ pub async fn run(
     }
     tracing::info!("controllers stopped");
     Ok(())
+}
+
+/// Every controller of the manager, each as its module describes it.
+fn controllers(
+    wiring: &mut Wiring,
+    ctx: &Contexts,
+    rechecks: mpsc::UnboundedReceiver<Recheck>,
+    home: String,
+) -> Vec<future::BoxFuture<'static, ()>> {
+    let (issuer_rechecks, cluster_rechecks) = split_rechecks(rechecks);
+    let (secrets, cluster_secrets) = (wiring.secrets.subscribe(), wiring.secrets.subscribe());
+    let wiring = &*wiring;
+    vec![
+        issuer::controller(
+            wiring,
+            &wiring.issuers,
+            secrets,
+            (issuer_rechecks, None),
+            ctx.issuers.clone(),
+        ),
+        issuer::controller(
+            wiring,
+            &wiring.cluster_issuers,
+            cluster_secrets,
+            (cluster_rechecks, Some(home)),
+            ctx.issuers.clone(),
+        ),
+        certificaterequest::controller(wiring, ctx.requests.clone()),
+    ]
 }
 
 /// The shared watches, each filling its store: deletes are seen here, before the stores drop

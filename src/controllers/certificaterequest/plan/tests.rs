@@ -1,0 +1,297 @@
+//! The request controller's plans, row by row.
+
+use kube::runtime::events::EventType;
+
+use super::*;
+use crate::api::ReadyReason;
+use crate::controllers::certificaterequest::decide::{Ready, WaitReason};
+
+const NOW: &str = "2026-11-22T10:00:00Z";
+const EARLIER: &str = "2026-11-22T09:00:00Z";
+
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+fn chain(ca: Option<&str>) -> Chain {
+    Chain {
+        certificates: "LEAF".into(),
+        ca: ca.map(str::to_string),
+    }
+}
+
+fn pending(message: &str) -> RequestView {
+    RequestView {
+        ready: Some(Ready {
+            status: ConditionStatus::False,
+            reason: RequestReason::Pending,
+            message: message.into(),
+            since: Some(Time(at(EARLIER))),
+        }),
+        approved: true,
+        ..RequestView::default()
+    }
+}
+
+/// The apply document with Ready as given and the other status fields as `extra`.
+fn apply(status: &str, reason: &str, message: &str, since: &str, extra: Value) -> Option<Value> {
+    let mut status = json!({"conditions": [{
+        "type": "Ready", "status": status, "reason": reason, "message": message,
+        "lastTransitionTime": since,
+    }]});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        status[k] = v.clone();
+    }
+    Some(json!({"apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest", "status": status}))
+}
+
+fn notice(type_: EventType, reason: &'static str, note: &str) -> Option<Notice> {
+    Some(Notice {
+        type_,
+        reason,
+        note: note.into(),
+        action: "Sign",
+    })
+}
+
+fn decision(status: Option<Value>, event: Option<Notice>, next: Next<Work>, memo: Memo) -> Decision {
+    Decision {
+        plan: Plan { status, event, next },
+        memo,
+    }
+}
+
+fn memo(waiting: Waiting, window: Window, hold_written: bool) -> Memo {
+    Memo {
+        waiting,
+        window,
+        hold_written,
+    }
+}
+
+#[test]
+fn step_table() {
+    use EventType::{Normal, Warning};
+    use Waiting::{Announced, Over, Unchanged};
+    let fresh = RequestView {
+        approved: true,
+        ..RequestView::default()
+    };
+    let failed_before = RequestView {
+        failure_time: Some(Time(at(EARLIER))),
+        ..fresh.clone()
+    };
+    let observed = RequestView {
+        certificate: Some(chain(None)),
+        ..fresh.clone()
+    };
+    let none = Window::Unchanged;
+    let issuer = IssuerKind::ClusterIssuer;
+    let wait = |message: &str| Step::WaitForIssuer {
+        event: WaitReason::IssuerNotFound,
+        message: message.into(),
+    };
+    // (row, step, request, held, announced, want)
+    let cases: Vec<(&str, Step, RequestView, Held, bool, Decision)> = vec![
+        (
+            "leave",
+            Step::Leave,
+            fresh.clone(),
+            Held::Nothing,
+            false,
+            decision(None, None, Next::AwaitChange, memo(Over, none, false)),
+        ),
+        (
+            "first wait for approval: one Event, no write",
+            Step::WaitForApproval,
+            fresh.clone(),
+            Held::Nothing,
+            false,
+            decision(
+                None,
+                notice(Normal, "WaitingForApproval", WAITING),
+                Next::AwaitChange,
+                memo(Announced, none, false),
+            ),
+        ),
+        (
+            "still waiting: nothing",
+            Step::WaitForApproval,
+            fresh.clone(),
+            Held::Nothing,
+            true,
+            decision(None, None, Next::AwaitChange, memo(Unchanged, none, false)),
+        ),
+        (
+            "denied",
+            Step::Deny,
+            fresh.clone(),
+            Held::Nothing,
+            false,
+            decision(
+                apply("False", "Denied", DENIED, NOW, json!({"failureTime": NOW})),
+                notice(Warning, "Denied", DENIED),
+                Next::AwaitChange,
+                memo(Over, none, false),
+            ),
+        ),
+        (
+            "denied again: the first failure time stays",
+            Step::Deny,
+            failed_before,
+            Held::Nothing,
+            false,
+            decision(
+                apply("False", "Denied", DENIED, NOW, json!({"failureTime": EARLIER})),
+                notice(Warning, "Denied", DENIED),
+                Next::AwaitChange,
+                memo(Over, none, false),
+            ),
+        ),
+        (
+            "rejected while pending: still False since earlier",
+            Step::Reject("bad".into()),
+            pending("p"),
+            Held::Nothing,
+            false,
+            decision(
+                apply("False", "Failed", "bad", EARLIER, json!({"failureTime": NOW})),
+                notice(Warning, "PermanentError", "bad"),
+                Next::AwaitChange,
+                memo(Over, none, false),
+            ),
+        ),
+        (
+            "write lost: the kept chain, held once written",
+            Step::ConfirmIssued,
+            pending("p"),
+            Held::Unsaved(chain(Some("ROOT"))),
+            false,
+            decision(
+                apply(
+                    "True",
+                    "Issued",
+                    FETCHED,
+                    NOW,
+                    json!({"certificate": "TEVBRg==", "ca": "Uk9PVA=="}),
+                ),
+                notice(Normal, "Issued", FETCHED),
+                Next::AwaitChange,
+                memo(Over, none, true),
+            ),
+        ),
+        (
+            "certificate seen without Ready: the observed chain",
+            Step::ConfirmIssued,
+            observed,
+            Held::Nothing,
+            false,
+            decision(
+                apply("True", "Issued", FETCHED, NOW, json!({"certificate": "TEVBRg=="})),
+                notice(Normal, "Issued", FETCHED),
+                Next::AwaitChange,
+                memo(Over, none, false),
+            ),
+        ),
+        (
+            "waiting for the issuer, said already: nothing",
+            wait("gone"),
+            pending("gone"),
+            Held::Nothing,
+            false,
+            decision(None, None, Next::AwaitChange, memo(Over, none, false)),
+        ),
+        (
+            "waiting for the issuer, news",
+            wait("gone"),
+            pending("p"),
+            Held::Nothing,
+            false,
+            decision(
+                apply("False", "Pending", "gone", EARLIER, json!({})),
+                notice(Normal, "IssuerNotFound", "gone"),
+                Next::AwaitChange,
+                memo(Over, none, false),
+            ),
+        ),
+        (
+            "sign",
+            Step::Sign(issuer),
+            fresh,
+            Held::Nothing,
+            false,
+            decision(
+                None,
+                None,
+                Next::Work(Work::Sign(issuer)),
+                memo(Over, none, false),
+            ),
+        ),
+    ];
+    for (row, step, request, held, announced, want) in cases {
+        assert_eq!(for_step(step, &request, &held, announced, at(NOW)), want, "{row}");
+    }
+}
+
+#[test]
+fn outcome_table() {
+    use EventType::{Normal, Warning};
+    use Waiting::Unchanged;
+    let kind = IssuerKind::Issuer;
+    let request = pending("signing failed, will retry: down");
+    let fault = Outcome::IssuerFault {
+        message: "wrong key".into(),
+        reason: ReadyReason::InvalidCredentials,
+    };
+    // (row, outcome, want)
+    let cases: Vec<(&str, Outcome, Decision)> = vec![
+        (
+            "issued: held once written, window closed",
+            Outcome::Issued(chain(None)),
+            decision(
+                apply("True", "Issued", FETCHED, NOW, json!({"certificate": "TEVBRg=="})),
+                notice(Normal, "Issued", FETCHED),
+                Next::AwaitChange,
+                memo(Unchanged, Window::Close, true),
+            ),
+        ),
+        (
+            "failed for good",
+            Outcome::Failed("no".into()),
+            decision(
+                apply("False", "Failed", "no", EARLIER, json!({"failureTime": NOW})),
+                notice(Warning, "PermanentError", "no"),
+                Next::AwaitChange,
+                memo(Unchanged, Window::Close, false),
+            ),
+        ),
+        (
+            "retry, said already: no write, window open, backoff",
+            Outcome::Retry("signing failed, will retry: down".into()),
+            decision(None, None, Next::Backoff, memo(Unchanged, Window::Open, false)),
+        ),
+        (
+            "retry, news",
+            Outcome::Retry("later".into()),
+            decision(
+                apply("False", "Pending", "later", EARLIER, json!({})),
+                notice(Warning, "RetryableError", "later"),
+                Next::Backoff,
+                memo(Unchanged, Window::Open, false),
+            ),
+        ),
+        (
+            "the issuer's fault: recheck it",
+            fault,
+            decision(
+                apply("False", "Pending", "wrong key", EARLIER, json!({})),
+                notice(Warning, "IssuerNotReady", "wrong key"),
+                Next::Work(Work::RecheckIssuer(kind)),
+                memo(Unchanged, Window::Unchanged, false),
+            ),
+        ),
+    ];
+    for (row, outcome, want) in cases {
+        assert_eq!(for_outcome(outcome, kind, &request, at(NOW)), want, "{row}");
+    }
+}
