@@ -48,175 +48,48 @@ fn wait(event: WaitReason, message: &str) -> Step {
     }
 }
 
+#[rustfmt::skip]
 #[test]
 fn contract_table() {
     use ConditionStatus::{False, True};
     use IssuerState::{Missing, Unchecked};
+    use RequestReason::{Denied, Failed, Issued, Other, Pending};
     let ready = || issuer(IssuerState::Ready);
     let approved = request(None, true, false);
-    let signed_unsaved = RequestView {
-        certificate: Some(kept()),
-        ..approved.clone()
-    };
-    let invalid = RequestView {
-        invalid_request: true,
-        ..approved.clone()
-    };
+    let signed_unsaved = RequestView { certificate: Some(kept()), ..approved.clone() };
+    let invalid = RequestView { invalid_request: true, ..approved.clone() };
     let sign = Step::Sign(IssuerKind::Issuer);
-    let cluster_issuer_not_ready = IssuerView::Known {
-        kind: IssuerKind::ClusterIssuer,
-        name: "ca1".into(),
-        state: not_ready(),
-    };
+    let cluster_issuer_not_ready =
+        IssuerView::Known { kind: IssuerKind::ClusterIssuer, name: "ca1".into(), state: not_ready() };
     // (row, request, issuer, approval required, want)
     let cases: Vec<(&str, RequestView, IssuerView, bool, Step)> = vec![
-        (
-            "ready is terminal",
-            request(Some((True, RequestReason::Issued)), true, false),
-            ready(),
-            true,
-            Step::Leave,
-        ),
-        (
-            "failed is terminal",
-            request(Some((False, RequestReason::Failed)), true, false),
-            ready(),
-            true,
-            Step::Leave,
-        ),
-        (
-            "denied reason is terminal",
-            request(Some((False, RequestReason::Denied)), false, true),
-            ready(),
-            true,
-            Step::Leave,
-        ),
-        (
-            "denied condition is honoured",
-            request(None, false, true),
-            ready(),
-            true,
-            Step::Deny,
-        ),
-        (
-            "denied while pending",
-            request(Some((False, RequestReason::Pending)), false, true),
-            ready(),
-            true,
-            Step::Deny,
-        ),
-        (
-            "unapproved waits without a write",
-            request(None, false, false),
-            ready(),
-            true,
-            Step::WaitForApproval,
-        ),
-        (
-            "unapproved with the issuer missing still waits for approval first",
-            request(None, false, false),
-            issuer(Missing),
-            true,
-            Step::WaitForApproval,
-        ),
-        (
-            "unapproved but terminal is left alone",
-            request(Some((False, RequestReason::Failed)), false, false),
-            ready(),
-            true,
-            Step::Leave,
-        ),
-        (
-            "someone else's reason is not terminal",
-            request(Some((False, RequestReason::Other)), true, false),
-            ready(),
-            true,
-            sign.clone(),
-        ),
-        (
-            "approval check disabled",
-            request(None, false, false),
-            ready(),
-            false,
-            sign.clone(),
-        ),
-        (
-            "marked invalid by someone else",
-            invalid,
-            ready(),
-            true,
-            Step::Leave,
-        ),
-        (
-            "approved and issuer ready signs",
-            approved.clone(),
-            ready(),
-            true,
-            sign.clone(),
-        ),
-        (
-            "pending retry signs again",
-            request(Some((False, RequestReason::Pending)), true, false),
-            ready(),
-            true,
-            sign.clone(),
-        ),
-        (
-            "issuer missing",
-            approved.clone(),
-            issuer(Missing),
-            true,
-            wait(
-                WaitReason::IssuerNotFound,
-                "Issuer \"ca\" not found; waiting for it to be created",
-            ),
-        ),
-        (
-            "issuer unchecked or stale",
-            approved.clone(),
-            issuer(Unchecked),
-            true,
-            wait(
-                WaitReason::IssuerNotReady,
-                "Issuer \"ca\" has not been checked yet",
-            ),
-        ),
-        (
-            "issuer not ready",
-            approved.clone(),
-            issuer(not_ready()),
-            true,
-            wait(
-                WaitReason::IssuerNotReady,
-                "Issuer \"ca\" is not ready (InvalidCredentials): invalid token",
-            ),
-        ),
-        (
-            "the message names the kind",
-            approved.clone(),
-            cluster_issuer_not_ready,
-            true,
-            wait(
-                WaitReason::IssuerNotReady,
-                "ClusterIssuer \"ca1\" is not ready (InvalidCredentials): invalid token",
-            ),
-        ),
-        (
-            "unknown kind of our group",
-            approved.clone(),
-            IssuerView::UnknownKind("Foo".into()),
-            true,
-            Step::Reject(format!(
-                "issuerRef.kind \"Foo\" is not a kind of {GROUP}; use Issuer or ClusterIssuer"
-            )),
-        ),
-        (
-            "signed before: never twice",
-            signed_unsaved,
-            ready(),
-            true,
-            Step::ConfirmIssued,
-        ),
+        ("ready is terminal", request(Some((True, Issued)), true, false), ready(), true, Step::Leave),
+        ("failed is terminal", request(Some((False, Failed)), true, false), ready(), true, Step::Leave),
+        ("denied reason is terminal", request(Some((False, Denied)), false, true), ready(), true, Step::Leave),
+        ("denied condition is honoured", request(None, false, true), ready(), true, Step::Deny),
+        ("denied while pending", request(Some((False, Pending)), false, true), ready(), true, Step::Deny),
+        ("unapproved waits without a write", request(None, false, false), ready(), true, Step::WaitForApproval),
+        ("unapproved with the issuer missing still waits for approval first",
+            request(None, false, false), issuer(Missing), true, Step::WaitForApproval),
+        ("unapproved but terminal is left alone",
+            request(Some((False, Failed)), false, false), ready(), true, Step::Leave),
+        ("someone else's reason is not terminal",
+            request(Some((False, Other)), true, false), ready(), true, sign.clone()),
+        ("approval check disabled", request(None, false, false), ready(), false, sign.clone()),
+        ("marked invalid by someone else", invalid, ready(), true, Step::Leave),
+        ("approved and issuer ready signs", approved.clone(), ready(), true, sign.clone()),
+        ("pending retry signs again", request(Some((False, Pending)), true, false), ready(), true, sign.clone()),
+        ("issuer missing", approved.clone(), issuer(Missing), true,
+            wait(WaitReason::IssuerNotFound, "Issuer \"ca\" not found; waiting for it to be created")),
+        ("issuer unchecked or stale", approved.clone(), issuer(Unchecked), true,
+            wait(WaitReason::IssuerNotReady, "Issuer \"ca\" has not been checked yet")),
+        ("issuer not ready", approved.clone(), issuer(not_ready()), true,
+            wait(WaitReason::IssuerNotReady, "Issuer \"ca\" is not ready (InvalidCredentials): invalid token")),
+        ("the message names the kind", approved.clone(), cluster_issuer_not_ready, true,
+            wait(WaitReason::IssuerNotReady, "ClusterIssuer \"ca1\" is not ready (InvalidCredentials): invalid token")),
+        ("unknown kind of our group", approved.clone(), IssuerView::UnknownKind("Foo".into()), true,
+            Step::Reject(format!("issuerRef.kind \"Foo\" is not a kind of {GROUP}; use Issuer or ClusterIssuer"))),
+        ("signed before: never twice", signed_unsaved, ready(), true, Step::ConfirmIssued),
     ];
     for (row, req, issuer, approval, want) in cases {
         assert_eq!(decide(&req, &issuer, approval), want, "{row}");
