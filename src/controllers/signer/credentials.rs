@@ -126,38 +126,38 @@ mod tests {
         }
     }
 
+    /// What a Secret gives: the token its key makes for a fixed message, or the error text.
+    fn outcome(got: Result<Credentials, SecretProblem>) -> Result<String, String> {
+        got.map(|c| c.key.token(b"m")).map_err(|e| e.to_string())
+    }
+
+    #[rustfmt::skip]
     #[test]
     fn secret_table() {
         let good = b"0123456789abcdef0123456789abcdef";
-        type Want = fn(&Result<Credentials, SecretProblem>) -> bool;
-        let cases: Vec<(&str, Secret, Want)> = vec![
-            ("plain key", secret(&[("key", good)]), |r| r.is_ok()),
-            (
-                "trailing newline and spaces",
-                secret(&[("key", b"  0123456789abcdef0123456789abcdef\n")]),
-                |r| r.is_ok(),
-            ),
-            (
-                "with additional data",
-                secret(&[("key", good), ("additional_data", b"x")]),
-                |r| r.is_ok(),
-            ),
-            ("no data at all", Secret::default(), |r| {
-                matches!(r, Err(SecretProblem::MissingKey { .. }))
-            }),
-            ("wrong entry name", secret(&[("hmac", good)]), |r| {
-                matches!(r, Err(SecretProblem::MissingKey { .. }))
-            }),
-            ("not hex", secret(&[("key", b"not-a-hex-key")]), |r| {
-                matches!(r, Err(SecretProblem::InvalidKey { .. }))
-            }),
-            ("not utf-8", secret(&[("key", &[0xff, 0xfe])]), |r| {
-                matches!(r, Err(SecretProblem::InvalidKey { .. }))
-            }),
+        let token = |extra: Option<&[u8]>| {
+            let key = AuthKey::from_hex(std::str::from_utf8(good).unwrap()).unwrap();
+            let key = match extra {
+                Some(extra) => key.with_additional_data(extra.to_vec()),
+                None => key,
+            };
+            Ok(key.token(b"m"))
+        };
+        let invalid = |what: &str| Err(format!("Secret ns/creds: {what}"));
+        let missing = Err("Secret ns/creds has no \"key\" entry".to_string());
+        let cases: Vec<(&str, Secret, Result<String, String>)> = vec![
+            ("plain key", secret(&[("key", good)]), token(None)),
+            ("trailing newline and spaces",
+                secret(&[("key", b"  0123456789abcdef0123456789abcdef\n")]), token(None)),
+            ("with additional data", secret(&[("key", good), ("additional_data", b"x")]), token(Some(b"x"))),
+            ("no data at all", Secret::default(), missing.clone()),
+            ("wrong entry name", secret(&[("hmac", good)]), missing),
+            ("not hex", secret(&[("key", b"not-a-hex-keys")]),
+                invalid("\"key\": the key is not hex (invalid digit at position 0)")),
+            ("not utf-8", secret(&[("key", &[0xff, 0xfe])]), invalid("\"key\" is not text")),
         ];
         for (name, s, want) in cases {
-            let got = from_secret(&s, "ns", "creds");
-            assert!(want(&got), "{name}: {got:?}");
+            assert_eq!(outcome(from_secret(&s, "ns", "creds")), want, "{name}");
         }
     }
 
