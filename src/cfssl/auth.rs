@@ -1,8 +1,7 @@
 //! CFSSL "standard" authentication: HMAC-SHA256 over the request bytes.
 
+use aws_lc_rs::hmac;
 use base64::{Engine, engine::general_purpose::STANDARD};
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 
 /// A hex key that could not be decoded. Never carries the key itself.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -63,11 +62,11 @@ impl AuthKey {
 
     /// The base64 token for `message`: HMAC-SHA256(key, message || additional_data).
     pub fn token(&self, message: &[u8]) -> String {
-        let mut mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC accepts keys of any length");
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.key);
+        let mut mac = hmac::Context::with_key(&key);
         mac.update(message);
         mac.update(&self.additional_data);
-        STANDARD.encode(mac.finalize().into_bytes())
+        STANDARD.encode(mac.sign())
     }
 }
 

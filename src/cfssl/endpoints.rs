@@ -52,15 +52,12 @@ impl Endpoints {
         self.0.is_empty()
     }
 
-    /// The URL at `position` in the configured order.
-    pub fn get(&self, position: usize) -> Option<&Url> {
-        self.0.get(position)
-    }
-
-    /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`.
+    /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`: `path` is
+    /// appended to the base's path, which always ends in `/` (see [`Endpoints::parse`]).
     pub fn api(base: &Url, path: &str) -> Url {
-        base.join(path)
-            .expect("a relative API path always joins onto an http(s) base")
+        let mut url = base.clone();
+        url.set_path(&format!("{}{path}", base.path()));
+        url
     }
 }
 

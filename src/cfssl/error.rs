@@ -53,6 +53,13 @@ pub enum Error {
     /// The HTTP client could not be built (TLS setup).
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
+    /// A request body could not be encoded as JSON; never seen (the bodies are plain structs).
+    #[error("{call}: cannot encode the request: {source}")]
+    Encode {
+        call: Call,
+        #[source]
+        source: serde_json::Error,
+    },
     /// The CSR failed local checks; it was never sent.
     #[error(transparent)]
     Csr(#[from] CsrError),
@@ -167,7 +174,8 @@ impl Error {
             Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
             Error::Csr(_) | Error::UnsupportedKey { .. } => Class::Permanent,
             Error::Refused { class, .. } => *class,
-            Error::Http { .. }
+            Error::Encode { .. }
+            | Error::Http { .. }
             | Error::Malformed { .. }
             | Error::TooLarge { .. }
             | Error::Timeout { .. }
