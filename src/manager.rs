@@ -200,7 +200,13 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::cli::EXIT_USAGE);
         }
     }
-    let signal = shutdown_signal().boxed().shared();
+    let signal = match shutdown_signal() {
+        Ok(signal) => signal.boxed().shared(),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot handle SIGTERM");
+            return ExitCode::FAILURE;
+        }
+    };
     let run_controllers = {
         let (client, health) = (client.clone(), health.clone());
         move |stop: futures::future::BoxFuture<'static, ()>| {
@@ -258,10 +264,18 @@ where
     F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
     Fut: Future<Output = Result<(), controllers::RunError>>,
 {
+    let suffix = match random_suffix() {
+        Ok(suffix) => suffix,
+        Err(err) => {
+            tracing::error!(error = ?err, "no random identity for leader election");
+            health.set_role(Role::Lost);
+            return ExitCode::FAILURE;
+        }
+    };
     let identity = lease_identity(
         std::env::var("POD_NAME").ok().as_deref(),
         std::env::var("HOSTNAME").ok().as_deref(),
-        &random_suffix(),
+        &suffix,
     );
     let duration = lease.duration.as_secs().max(2);
     let manager = match kube_lease_manager::LeaseManagerBuilder::new(client, &lease.name)
@@ -347,24 +361,25 @@ pub fn lease_identity(pod_name: Option<&str>, hostname: Option<&str>, suffix: &s
 }
 
 /// Eight random bytes in hex, from the one crypto provider.
-fn random_suffix() -> String {
+fn random_suffix() -> Result<String, rustls::crypto::GetRandomFailed> {
     let mut bytes = [0u8; 8];
     rustls::crypto::aws_lc_rs::default_provider()
         .secure_random
-        .fill(&mut bytes)
-        .expect("the system's random source");
-    hex::encode(bytes)
+        .fill(&mut bytes)?;
+    Ok(hex::encode(bytes))
 }
 
-/// SIGTERM (Kubernetes) or SIGINT (a terminal).
-pub async fn shutdown_signal() {
+/// SIGTERM (Kubernetes) or SIGINT (a terminal); the SIGTERM handler is installed at once.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down: finishing in-flight reconciles");
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down: finishing in-flight reconciles");
+    })
 }
 
 #[cfg(test)]
@@ -405,7 +420,7 @@ mod tests {
         for (pod, host, suffix, want) in cases {
             assert_eq!(lease_identity(pod, host, suffix), want);
         }
-        let (a, b) = (random_suffix(), random_suffix());
+        let (a, b) = (random_suffix().unwrap(), random_suffix().unwrap());
         assert_eq!(a.len(), 16, "{a}");
         assert_ne!(a, b, "two processes in one pod get different identities");
     }
