@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{ErrorContext, ReadError, read_limited};
 use super::endpoints::{display_base, redact_list};
-use super::error::{Call, Class, Error, IssuerFault};
+use super::error::{Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate};
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, INFO_PATH};
 use crate::clock::{Clock, lock, system_clock};
@@ -124,9 +124,9 @@ impl Client {
             .no_proxy();
         if let Some(pem) = &config.ca_bundle_pem {
             let certs =
-                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(e.to_string()))?;
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(Box::new(e)))?;
             if certs.is_empty() {
-                return Err(Error::CaBundle("no PEM certificate in it".into()));
+                return Err(Error::CaBundle(Box::new(NoCertificate)));
             }
             builder = builder.tls_certs_only(certs);
         }
@@ -158,7 +158,7 @@ impl Client {
             call: Call::Info,
             url: endpoint.clone(),
             label: self.config.label.clone(),
-            detail: format!("signer certificate: {e}"),
+            problem: MalformedAnswer::SignerCertificate(e),
         })?;
         *lock(&self.signer) = signer.into_iter().next().map(Arc::new);
         Ok(Info {
@@ -185,7 +185,7 @@ impl Client {
                 call: Call::AuthSign,
                 url: endpoint,
                 label: self.config.label.clone(),
-                detail: "the CA accepted an empty CSR".into(),
+                problem: MalformedAnswer::AcceptedEmptyCsr,
             }),
         }
     }
@@ -205,11 +205,11 @@ impl Client {
             }
             Ok(ok) => ok,
         };
-        let bad_cert = |detail: String| Error::BadCertificate {
+        let bad_cert = |source| Error::BadCertificate {
             call: Call::AuthSign,
             url: endpoint.clone(),
             label: self.config.label.clone(),
-            detail,
+            source,
         };
         let chain = match &result.bundle {
             Some(b) => complete_chain(
@@ -223,7 +223,7 @@ impl Client {
                     .await
             }
         }
-        .map_err(|e| bad_cert(e.to_string()))?;
+        .map_err(bad_cert)?;
         Ok(Signed { chain, endpoint })
     }
 

@@ -1,7 +1,10 @@
 //! CFSSL errors, classified once by what the controllers must do about them.
 
 use super::endpoints::EndpointsError;
-use crate::pki::{CsrError, KeyType};
+use crate::pki::{ChainError, CsrError, KeyType};
+
+/// A cause whose type the caller does not name (transport errors from reqwest and below).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a controller does with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,9 +50,10 @@ pub enum Error {
     /// The issuer's `url` does not parse.
     #[error(transparent)]
     Endpoints(#[from] EndpointsError),
-    /// The configured CA bundle is not PEM certificates.
+    /// The configured CA bundle is not PEM certificates: the cause is reqwest's error or
+    /// [`NoCertificate`].
     #[error("invalid CA bundle: {0}")]
-    CaBundle(String),
+    CaBundle(#[source] BoxError),
     /// The HTTP client could not be built (TLS setup).
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
@@ -97,12 +101,13 @@ pub enum Error {
         snippet: String,
     },
     /// A 200 whose body is not the CFSSL envelope or lacks the expected result.
-    #[error("{call} at {url} (label {label:?}): malformed answer: {detail}")]
+    #[error("{call} at {url} (label {label:?}): malformed answer: {problem}")]
     Malformed {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        problem: MalformedAnswer,
     },
     /// The answer was larger than the client accepts.
     #[error("{call} at {url} (label {label:?}): answer larger than {limit} bytes")]
@@ -121,29 +126,72 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// TLS handshake or certificate verification failed.
-    #[error("{call} at {url} (label {label:?}): TLS failure: {detail}")]
+    /// `detail` is the transport error; the message carries the causes below it (see
+    /// [`source_chain`]).
+    #[error("{call} at {url} (label {label:?}): TLS failure: {}", source_chain(.detail))]
     Tls {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        detail: BoxError,
     },
-    /// Connection refused or reset, DNS failure and the like.
-    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {detail}")]
+    /// Connection refused or reset, DNS failure and the like. `detail` is the transport error;
+    /// the message carries the causes below it (see [`source_chain`]).
+    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {}", source_chain(.detail))]
     Unreachable {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        detail: BoxError,
     },
     /// The CA signed, but what came back is not a usable certificate chain.
-    #[error("{call} at {url} (label {label:?}): unusable certificate: {detail}")]
+    #[error("{call} at {url} (label {label:?}): unusable certificate: {source}")]
     BadCertificate {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        source: ChainError,
     },
+}
+
+/// A CA bundle that parses but holds no certificate.
+#[derive(Debug, thiserror::Error)]
+#[error("no PEM certificate in it")]
+pub struct NoCertificate;
+
+/// What is wrong with an answer that claims success.
+#[derive(Debug, thiserror::Error)]
+pub enum MalformedAnswer {
+    /// The body is not a CFSSL envelope with the expected result.
+    #[error("{0}")]
+    NotCfssl(#[source] serde_json::Error),
+    #[error("success without a result")]
+    NoResult,
+    /// The credential probe's empty CSR was signed: no multirootca does that.
+    #[error("the CA accepted an empty CSR")]
+    AcceptedEmptyCsr,
+    #[error("signer certificate: {0}")]
+    SignerCertificate(#[source] ChainError),
+}
+
+/// The messages of the errors below `err`, joined by `: `, or `err`'s own when it has none:
+/// reqwest's top message ("error sending request") says less than its causes.
+pub(super) fn source_chain(err: &BoxError) -> String {
+    let err: &(dyn std::error::Error + 'static) = err.as_ref();
+    let mut parts = Vec::new();
+    let mut next = err.source();
+    while let Some(e) = next {
+        parts.push(e.to_string());
+        next = e.source();
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
 }
 
 impl Error {
@@ -332,7 +380,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    problem: MalformedAnswer::NoResult,
                 },
                 Retryable,
                 true,
@@ -387,7 +435,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    source: ChainError::KeyMismatch,
                 },
                 Retryable,
                 false,
@@ -410,7 +458,12 @@ mod tests {
                 Permanent,
                 false,
             ),
-            ("ca bundle", Error::CaBundle("x".into()), Issuer(Tls), false),
+            (
+                "ca bundle",
+                Error::CaBundle(Box::new(NoCertificate)),
+                Issuer(Tls),
+                false,
+            ),
             (
                 "url",
                 Error::Endpoints(super::super::EndpointsError::Empty),
