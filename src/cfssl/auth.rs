@@ -8,7 +8,8 @@ use base64::{Engine, engine::general_purpose::STANDARD};
 pub enum KeyError {
     #[error("the key is empty")]
     Empty,
-    /// Names the position of a bad digit, never the digit: it is part of the key.
+    /// Names the position of a bad digit, never the digit: it is part of the key. For the same
+    /// reason the hex error is kept but not returned by `source()`: its message shows the digit.
     #[error("the key is not hex ({})", describe_hex_error(.0))]
     NotHex(hex::FromHexError),
 }

@@ -187,6 +187,24 @@ pub(crate) mod tests {
         String::from_utf8(openssl(&args)).unwrap()
     }
 
+    /// The signature error is the CSR error's source; the message is the one it always had.
+    #[test]
+    fn a_bad_signature_keeps_its_cause() {
+        let (good, _) = csr_pem("svc.example.org");
+        let err = check_csr_pem(tampered(&good).as_bytes()).unwrap_err();
+        let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<SignatureError>());
+        assert_eq!(
+            source,
+            Some(&SignatureError::Mismatch {
+                key: KeyType::EcdsaP256
+            })
+        );
+        assert_eq!(
+            err.to_string(),
+            "the CSR signature does not verify: the ECDSA P-256 signature does not match the CSR's contents"
+        );
+    }
+
     /// What a refused signature says; any other failure is named as such.
     fn signature_problem<T>(got: Result<T, CsrError>) -> Result<T, String> {
         got.map_err(|err| match err {
