@@ -98,14 +98,36 @@ impl ZapFlags {
     }
 }
 
+/// A flag value that does not parse; `text` is the value given.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("{text:?}: {source}")]
+    Addr {
+        text: String,
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    #[error("{text:?}: {source}")]
+    Duration {
+        text: String,
+        #[source]
+        source: k8s_openapi::jiff::Error,
+    },
+    #[error("{text:?} is negative")]
+    Negative { text: String },
+}
+
 /// Go-style listen addresses: `:8080` means every interface.
-pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(text: &str) -> Result<SocketAddr, FlagError> {
     let full = if text.starts_with(':') {
         format!("0.0.0.0{text}")
     } else {
         text.to_string()
     };
-    full.parse().map_err(|e| format!("{text:?}: {e}"))
+    full.parse().map_err(|source| FlagError::Addr {
+        text: text.to_string(),
+        source,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -115,9 +137,14 @@ pub enum LogFormat {
 }
 
 /// Go-style durations (`1m`, `90s`, `1h30m`) as cert-manager users write them.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: k8s_openapi::jiff::SignedDuration = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
-    Duration::try_from(signed).map_err(|_| format!("{text:?} is negative"))
+pub fn parse_duration(text: &str) -> Result<Duration, FlagError> {
+    let signed: k8s_openapi::jiff::SignedDuration = text.parse().map_err(|source| FlagError::Duration {
+        text: text.to_string(),
+        source,
+    })?;
+    Duration::try_from(signed).map_err(|_| FlagError::Negative {
+        text: text.to_string(),
+    })
 }
 
 /// Pure: the cluster resource namespace from the flag, `POD_NAMESPACE` or the service account.
@@ -425,11 +452,36 @@ mod tests {
         assert_ne!(a, b, "two processes in one pod get different identities");
     }
 
+    /// Flag errors keep their cause as `source()`; clap prints the same message as before.
+    #[test]
+    fn flag_errors_keep_their_cause() {
+        use std::error::Error as _;
+        let cases = [
+            (
+                parse_addr("nowhere").unwrap_err(),
+                r#""nowhere": invalid socket address syntax"#,
+                true,
+            ),
+            (
+                parse_duration("soon").unwrap_err(),
+                r#""soon": failed to parse input in the "friendly" duration format: expected duration to start with a unit value (a decimal integer) after an optional sign, but no integer was found"#,
+                true,
+            ),
+            (parse_duration("-1m").unwrap_err(), r#""-1m" is negative"#, false),
+        ];
+        for (err, want, has_source) in cases {
+            assert_eq!(
+                (err.to_string(), err.source().is_some()),
+                (want.to_string(), has_source)
+            );
+        }
+    }
+
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m").ok(), Some(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h30m").ok(), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("90s").ok(), Some(Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1m").is_err());
     }
