@@ -51,7 +51,7 @@ fn pem_blocks(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
     let ders: Vec<Vec<u8>> = blocks
         .into_iter()
         .filter(|b| b.tag() == "CERTIFICATE")
-        .map(|b| b.into_contents())
+        .map(pem::Pem::into_contents)
         .collect();
     if ders.is_empty() {
         return Err(ChainError::Empty);
