@@ -33,10 +33,16 @@ async fn main() -> ExitCode {
     match cli.command {
         None => manager::run(cli.run).await,
         Some(Command::Run(args)) => manager::run(args).await,
-        Some(Command::Crd) => {
-            print!("{}", cfssl_issuer::api::crds_yaml());
-            ExitCode::SUCCESS
-        }
+        Some(Command::Crd) => match cfssl_issuer::api::crds_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("cannot print the CRDs: {err}");
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Check(args)) => {
             cfssl_issuer::telemetry::init_cli_logging();
             cli::check(args).await

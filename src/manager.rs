@@ -98,14 +98,36 @@ impl ZapFlags {
     }
 }
 
+/// A flag value that does not parse; `text` is the value given.
+#[derive(Debug, thiserror::Error)]
+pub enum FlagError {
+    #[error("{text:?}: {source}")]
+    Addr {
+        text: String,
+        #[source]
+        source: std::net::AddrParseError,
+    },
+    #[error("{text:?}: {source}")]
+    Duration {
+        text: String,
+        #[source]
+        source: k8s_openapi::jiff::Error,
+    },
+    #[error("{text:?} is negative")]
+    Negative { text: String },
+}
+
 /// Go-style listen addresses: `:8080` means every interface.
-pub fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(text: &str) -> Result<SocketAddr, FlagError> {
     let full = if text.starts_with(':') {
         format!("0.0.0.0{text}")
     } else {
         text.to_string()
     };
-    full.parse().map_err(|e| format!("{text:?}: {e}"))
+    full.parse().map_err(|source| FlagError::Addr {
+        text: text.to_string(),
+        source,
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -115,9 +137,14 @@ pub enum LogFormat {
 }
 
 /// Go-style durations (`1m`, `90s`, `1h30m`) as cert-manager users write them.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: k8s_openapi::jiff::SignedDuration = text.parse().map_err(|e| format!("{text:?}: {e}"))?;
-    Duration::try_from(signed).map_err(|_| format!("{text:?} is negative"))
+pub fn parse_duration(text: &str) -> Result<Duration, FlagError> {
+    let signed: k8s_openapi::jiff::SignedDuration = text.parse().map_err(|source| FlagError::Duration {
+        text: text.to_string(),
+        source,
+    })?;
+    Duration::try_from(signed).map_err(|_| FlagError::Negative {
+        text: text.to_string(),
+    })
 }
 
 /// Pure: the cluster resource namespace from the flag, `POD_NAMESPACE` or the service account.
@@ -200,7 +227,13 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::cli::EXIT_USAGE);
         }
     }
-    let signal = shutdown_signal().boxed().shared();
+    let signal = match shutdown_signal() {
+        Ok(signal) => signal.boxed().shared(),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot handle SIGTERM");
+            return ExitCode::FAILURE;
+        }
+    };
     let run_controllers = {
         let (client, health) = (client.clone(), health.clone());
         move |stop: futures::future::BoxFuture<'static, ()>| {
@@ -258,10 +291,18 @@ where
     F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
     Fut: Future<Output = Result<(), controllers::RunError>>,
 {
+    let suffix = match random_suffix() {
+        Ok(suffix) => suffix,
+        Err(err) => {
+            tracing::error!(error = ?err, "no random identity for leader election");
+            health.set_role(Role::Lost);
+            return ExitCode::FAILURE;
+        }
+    };
     let identity = lease_identity(
         std::env::var("POD_NAME").ok().as_deref(),
         std::env::var("HOSTNAME").ok().as_deref(),
-        &random_suffix(),
+        &suffix,
     );
     let duration = lease.duration.as_secs().max(2);
     let manager = match kube_lease_manager::LeaseManagerBuilder::new(client, &lease.name)
@@ -347,24 +388,25 @@ pub fn lease_identity(pod_name: Option<&str>, hostname: Option<&str>, suffix: &s
 }
 
 /// Eight random bytes in hex, from the one crypto provider.
-fn random_suffix() -> String {
+fn random_suffix() -> Result<String, rustls::crypto::GetRandomFailed> {
     let mut bytes = [0u8; 8];
     rustls::crypto::aws_lc_rs::default_provider()
         .secure_random
-        .fill(&mut bytes)
-        .expect("the system's random source");
-    hex::encode(bytes)
+        .fill(&mut bytes)?;
+    Ok(hex::encode(bytes))
 }
 
-/// SIGTERM (Kubernetes) or SIGINT (a terminal).
-pub async fn shutdown_signal() {
+/// SIGTERM (Kubernetes) or SIGINT (a terminal); the SIGTERM handler is installed at once.
+pub fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    tracing::info!("shutting down: finishing in-flight reconciles");
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        tracing::info!("shutting down: finishing in-flight reconciles");
+    })
 }
 
 #[cfg(test)]
@@ -405,16 +447,41 @@ mod tests {
         for (pod, host, suffix, want) in cases {
             assert_eq!(lease_identity(pod, host, suffix), want);
         }
-        let (a, b) = (random_suffix(), random_suffix());
+        let (a, b) = (random_suffix().unwrap(), random_suffix().unwrap());
         assert_eq!(a.len(), 16, "{a}");
         assert_ne!(a, b, "two processes in one pod get different identities");
     }
 
+    /// Flag errors keep their cause as `source()`; clap prints the same message as before.
+    #[test]
+    fn flag_errors_keep_their_cause() {
+        use std::error::Error as _;
+        let cases = [
+            (
+                parse_addr("nowhere").unwrap_err(),
+                r#""nowhere": invalid socket address syntax"#,
+                true,
+            ),
+            (
+                parse_duration("soon").unwrap_err(),
+                r#""soon": failed to parse input in the "friendly" duration format: expected duration to start with a unit value (a decimal integer) after an optional sign, but no integer was found"#,
+                true,
+            ),
+            (parse_duration("-1m").unwrap_err(), r#""-1m" is negative"#, false),
+        ];
+        for (err, want, has_source) in cases {
+            assert_eq!(
+                (err.to_string(), err.source().is_some()),
+                (want.to_string(), has_source)
+            );
+        }
+    }
+
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1m").ok(), Some(Duration::from_secs(60)));
+        assert_eq!(parse_duration("1h30m").ok(), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("90s").ok(), Some(Duration::from_secs(90)));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("-1m").is_err());
     }

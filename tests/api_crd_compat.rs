@@ -355,7 +355,7 @@ fn ca_bundle_is_base64_pem_bytes() {
 
 /// `crds_yaml()` output, parsed back as a Kubernetes client would.
 fn printed_crds() -> Vec<Value> {
-    let yaml = api::crds_yaml();
+    let yaml = api::crds_yaml().expect("the CRDs serialize to YAML");
     assert!(yaml.starts_with("---\n"), "every document opens with ---");
     let docs: Vec<Value> = serde_saphyr::from_multiple(&yaml).expect("valid multi-document YAML");
     docs.into_iter().filter(|d| !d.is_null()).collect()

@@ -372,13 +372,10 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 }
 
 /// Both CRDs as one multi-document YAML stream, each document opened by `---`.
-pub fn crds_yaml() -> String {
+pub fn crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
     crds()
         .iter()
-        .map(|crd| {
-            let doc = serde_saphyr::to_string(crd).expect("a CRD always serializes to YAML");
-            format!("---\n{doc}")
-        })
+        .map(|crd| Ok(format!("---\n{}", serde_saphyr::to_string(crd)?)))
         .collect()
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 
-use super::error::{Call, Error, classify_refusal};
+use super::error::{BoxError, Call, Error, MalformedAnswer, classify_refusal};
 use super::wire::Envelope;
 
 /// Where an error happened, to build the error variants.
@@ -31,8 +31,9 @@ impl ErrorContext {
                 timeout,
             };
         }
-        let detail = source_chain(&err);
-        if is_tls_failure(&err) {
+        let tls = is_tls_failure(&err);
+        let detail: BoxError = Box::new(err);
+        if tls {
             Error::Tls {
                 call,
                 url,
@@ -67,7 +68,7 @@ impl ErrorContext {
                     call,
                     url,
                     label,
-                    detail: e.to_string(),
+                    problem: MalformedAnswer::NotCfssl(e),
                 });
             }
             Err(_) => {
@@ -86,7 +87,7 @@ impl ErrorContext {
                 call,
                 url,
                 label,
-                detail: "success without a result".into(),
+                problem: MalformedAnswer::NoResult,
             }),
             _ => {
                 let first = envelope.errors.into_iter().next();
@@ -116,20 +117,6 @@ fn snippet(bytes: &[u8]) -> String {
         .collect::<String>()
         .trim()
         .to_string()
-}
-
-fn source_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = Vec::new();
-    let mut next = err.source();
-    while let Some(e) = next {
-        parts.push(e.to_string());
-        next = e.source();
-    }
-    if parts.is_empty() {
-        err.to_string()
-    } else {
-        parts.join(": ")
-    }
 }
 
 /// Whether a rustls error sits anywhere in the chain; `io::Error` hides its payload from

@@ -1,15 +1,15 @@
 //! CFSSL "standard" authentication: HMAC-SHA256 over the request bytes.
 
+use aws_lc_rs::hmac;
 use base64::{Engine, engine::general_purpose::STANDARD};
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 
 /// A hex key that could not be decoded. Never carries the key itself.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum KeyError {
     #[error("the key is empty")]
     Empty,
-    /// Names the position of a bad digit, never the digit: it is part of the key.
+    /// Names the position of a bad digit, never the digit: it is part of the key. For the same
+    /// reason the hex error is kept but not returned by `source()`: its message shows the digit.
     #[error("the key is not hex ({})", describe_hex_error(.0))]
     NotHex(hex::FromHexError),
 }
@@ -63,11 +63,11 @@ impl AuthKey {
 
     /// The base64 token for `message`: HMAC-SHA256(key, message || additional_data).
     pub fn token(&self, message: &[u8]) -> String {
-        let mut mac =
-            <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC accepts keys of any length");
+        let key = hmac::Key::new(hmac::HMAC_SHA256, &self.key);
+        let mut mac = hmac::Context::with_key(&key);
         mac.update(message);
         mac.update(&self.additional_data);
-        STANDARD.encode(mac.finalize().into_bytes())
+        STANDARD.encode(mac.sign())
     }
 }
 

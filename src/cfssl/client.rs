@@ -1,7 +1,7 @@
 //! The HTTP side of the CFSSL client.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use base64::{Engine, engine::general_purpose::STANDARD};
 use prometheus_client::metrics::counter::Counter;
@@ -10,9 +10,10 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{ErrorContext, ReadError, read_limited};
 use super::endpoints::{display_base, redact_list};
-use super::error::{Call, Class, Error, IssuerFault};
+use super::error::{Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate};
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
-use super::{AUTHSIGN_PATH, AuthKey, Endpoints, INFO_PATH};
+use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, INFO_PATH};
+use crate::clock::{Clock, lock, system_clock};
 use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
 
 /// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
@@ -36,9 +37,12 @@ pub struct ClientConfig {
     /// to the next URL: each may have been signed there too (a possible duplicate signature).
     /// The controllers pass their metric's counter; by default nobody reads it.
     pub unanswered_signs: Counter,
+    /// Now, for the timestamp of each authsign token.
+    pub clock: Clock,
 }
 
-/// Written by hand: the URL may carry a password and the key is secret.
+/// Written by hand: the URL may carry a password and the key is secret; the metric counter and
+/// the clock are left out.
 impl std::fmt::Debug for ClientConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientConfig")
@@ -50,7 +54,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("ca_bundle_pem", &self.ca_bundle_pem.as_ref().map(Vec::len))
             .field("timeout", &self.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -69,6 +73,7 @@ impl ClientConfig {
             timeout: Self::DEFAULT_TIMEOUT,
             max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
             unanswered_signs: Counter::default(),
+            clock: system_clock(),
         }
     }
 }
@@ -120,9 +125,9 @@ impl Client {
             .no_proxy();
         if let Some(pem) = &config.ca_bundle_pem {
             let certs =
-                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(e.to_string()))?;
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(Box::new(e)))?;
             if certs.is_empty() {
-                return Err(Error::CaBundle("no PEM certificate in it".into()));
+                return Err(Error::CaBundle(Box::new(NoCertificate)));
             }
             builder = builder.tls_certs_only(certs);
         }
@@ -146,7 +151,7 @@ impl Client {
             label: &self.config.label,
             profile: &self.config.profile,
         };
-        let body = serde_json::to_vec(&body).expect("plain struct serialises");
+        let body = encode(Call::Info, &body)?;
         let (result, endpoint) = self
             .post::<InfoResult>(Call::Info, INFO_PATH, body, false)
             .await?;
@@ -154,9 +159,9 @@ impl Client {
             call: Call::Info,
             url: endpoint.clone(),
             label: self.config.label.clone(),
-            detail: format!("signer certificate: {e}"),
+            problem: MalformedAnswer::SignerCertificate(e),
         })?;
-        *self.signer.lock().expect("signer lock") = signer.into_iter().next().map(Arc::new);
+        *lock(&self.signer) = signer.into_iter().next().map(Arc::new);
         Ok(Info {
             certificate: result.certificate,
             usages: result.usages,
@@ -170,7 +175,7 @@ impl Client {
     /// key are all right, and nothing is issued.
     pub async fn check(&self) -> Result<Health, Error> {
         let info = self.info().await?;
-        let outer = self.auth_request("", false);
+        let outer = self.auth_request("", false)?;
         match self
             .post::<serde_json::Value>(Call::AuthSign, AUTHSIGN_PATH, outer, false)
             .await
@@ -181,7 +186,7 @@ impl Client {
                 call: Call::AuthSign,
                 url: endpoint,
                 label: self.config.label.clone(),
-                detail: "the CA accepted an empty CSR".into(),
+                problem: MalformedAnswer::AcceptedEmptyCsr,
             }),
         }
     }
@@ -190,7 +195,7 @@ impl Client {
     /// certificate for the CSR's key; the chain is leaf first, then intermediates.
     pub async fn sign(&self, csr_pem: &[u8]) -> Result<Signed, Error> {
         let csr = check_csr_pem(csr_pem)?;
-        let outer = self.auth_request(&csr.pem, self.config.bundle);
+        let outer = self.auth_request(&csr.pem, self.config.bundle)?;
         let (result, endpoint) = match self
             .post::<SignResult>(Call::AuthSign, AUTHSIGN_PATH, outer, true)
             .await
@@ -201,11 +206,11 @@ impl Client {
             }
             Ok(ok) => ok,
         };
-        let bad_cert = |detail: String| Error::BadCertificate {
+        let bad_cert = |source| Error::BadCertificate {
             call: Call::AuthSign,
             url: endpoint.clone(),
             label: self.config.label.clone(),
-            detail,
+            source,
         };
         let chain = match &result.bundle {
             Some(b) => complete_chain(
@@ -219,7 +224,7 @@ impl Client {
                     .await
             }
         }
-        .map_err(|e| bad_cert(e.to_string()))?;
+        .map_err(bad_cert)?;
         Ok(Signed { chain, endpoint })
     }
 
@@ -228,7 +233,7 @@ impl Client {
     /// successful signature keeps the leaf: losing an issued certificate is worse than a
     /// shorter chain.
     async fn chain_from_signer(&self, leaf: &str, csr_key: &[u8]) -> Result<Chain, crate::pki::ChainError> {
-        let cached = self.signer.lock().expect("signer lock").clone();
+        let cached = lock(&self.signer).clone();
         if let Some(signer) = &cached {
             let chain = complete_chain(leaf, None, Some(signer.as_slice()), csr_key)?;
             if chain.has_issuer() {
@@ -237,7 +242,7 @@ impl Client {
         }
         match self.info().await {
             Ok(_) => {
-                let fresh = self.signer.lock().expect("signer lock").clone();
+                let fresh = lock(&self.signer).clone();
                 complete_chain(leaf, None, fresh.as_deref().map(Vec::as_slice), csr_key)
             }
             Err(err) => {
@@ -258,23 +263,22 @@ impl Client {
     }
 
     /// The outer authsign body for `csr` (the inner request is signed exactly as sent).
-    fn auth_request(&self, csr: &str, bundle: bool) -> Vec<u8> {
+    fn auth_request(&self, csr: &str, bundle: bool) -> Result<Vec<u8>, Error> {
         let inner = SignRequest {
             certificate_request: csr,
             label: &self.config.label,
             profile: &self.config.profile,
             bundle,
         };
-        let inner = serde_json::to_vec(&inner).expect("plain struct serialises");
-        let timestamp = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64);
+        let inner = encode(Call::AuthSign, &inner)?;
+        // Seconds since the epoch, never negative.
+        let timestamp = (self.config.clock)().as_second().max(0);
         let outer = AuthSignRequest {
             timestamp,
             token: self.config.key.token(&inner),
             request: STANDARD.encode(&inner),
         };
-        serde_json::to_vec(&outer).expect("plain struct serialises")
+        encode(Call::AuthSign, &outer)
     }
 
     /// POSTs `body` to `path` on each URL in order until one gives a definite answer. URLs
@@ -288,8 +292,7 @@ impl Client {
         signs: bool,
     ) -> Result<(T, String), Error> {
         let mut last = None;
-        for position in self.failover.order() {
-            let base = self.endpoints.get(position).expect("a position of the list");
+        for (position, base) in self.failover.order(self.endpoints.iter()) {
             let result = self.post_once(call, base, path, body.clone()).await;
             match &result {
                 Err(Error::Timeout { .. }) => {
@@ -310,7 +313,8 @@ impl Client {
                 Err(err) => return Err(err),
             }
         }
-        Err(last.expect("Endpoints is never empty"))
+        // Only an empty list tries nothing, and `Endpoints` is never empty.
+        Err(last.unwrap_or(Error::Endpoints(EndpointsError::Empty)))
     }
 
     async fn post_once<T: DeserializeOwned>(
@@ -344,8 +348,38 @@ impl Client {
     }
 }
 
+/// A request body as JSON.
+fn encode(call: Call, body: &impl serde::Serialize) -> Result<Vec<u8>, Error> {
+    serde_json::to_vec(body).map_err(|source| Error::Encode { call, source })
+}
+
 /// In the credential probe, `bad request` can only mean an unknown label: the CSR was empty.
 fn probe_error(err: Error) -> Error {
     let label_known = !err.is_refusal("bad request");
     err.with_label_known(label_known)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::fixed_clock;
+
+    /// The authsign token carries the injected clock's instant, not the wall clock's.
+    #[test]
+    fn token_timestamp_comes_from_the_clock() {
+        let key = AuthKey::from_hex("0123456789abcdef0123456789abcdef").unwrap();
+        let cases = [
+            ("2026-11-23T21:00:00Z", 1_795_467_600),
+            ("2001-09-09T01:46:40.9Z", 1_000_000_000),
+            ("1970-01-01T00:00:00Z", 0),
+        ];
+        for (at, want) in cases {
+            let mut config = ClientConfig::new("https://ca:8888", "primary", key.clone());
+            config.clock = fixed_clock(at.parse().unwrap());
+            let client = Client::new(config).unwrap();
+            let body = client.auth_request("", false).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["timestamp"], want, "{at}");
+        }
+    }
 }

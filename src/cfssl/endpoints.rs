@@ -16,12 +16,31 @@ impl std::fmt::Debug for Endpoints {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum EndpointsError {
     #[error("no CFSSL URL given")]
     Empty,
-    #[error("invalid CFSSL URL {url:?}: {reason}")]
-    Invalid { url: String, reason: String },
+    /// `url` is [`redact`]ed.
+    #[error("invalid CFSSL URL {url:?}: {problem}")]
+    Invalid {
+        url: String,
+        #[source]
+        problem: UrlProblem,
+    },
+}
+
+/// What is wrong with one base URL.
+#[derive(Debug, thiserror::Error)]
+pub enum UrlProblem {
+    /// The text is not a URL (the cause is a `url::ParseError`, whose messages are fixed texts).
+    #[error("{0}")]
+    Unparsable(#[source] super::BoxError),
+    #[error("scheme must be http or https")]
+    Scheme,
+    #[error("no host")]
+    NoHost,
+    #[error("must not carry a query or fragment")]
+    QueryOrFragment,
 }
 
 impl Endpoints {
@@ -52,32 +71,29 @@ impl Endpoints {
         self.0.is_empty()
     }
 
-    /// The URL at `position` in the configured order.
-    pub fn get(&self, position: usize) -> Option<&Url> {
-        self.0.get(position)
-    }
-
-    /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`.
+    /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`: `path` is
+    /// appended to the base's path, which always ends in `/` (see [`Endpoints::parse`]).
     pub fn api(base: &Url, path: &str) -> Url {
-        base.join(path)
-            .expect("a relative API path always joins onto an http(s) base")
+        let mut url = base.clone();
+        url.set_path(&format!("{}{path}", base.path()));
+        url
     }
 }
 
 fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
-    let invalid = |reason: &str| EndpointsError::Invalid {
+    let invalid = |problem| EndpointsError::Invalid {
         url: redact(raw),
-        reason: reason.into(),
+        problem,
     };
-    let mut url = Url::parse(raw).map_err(|e| invalid(&e.to_string()))?;
+    let mut url = Url::parse(raw).map_err(|e| invalid(UrlProblem::Unparsable(Box::new(e))))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err(invalid("scheme must be http or https"));
+        return Err(invalid(UrlProblem::Scheme));
     }
     if url.host_str().is_none_or(str::is_empty) {
-        return Err(invalid("no host"));
+        return Err(invalid(UrlProblem::NoHost));
     }
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(invalid("must not carry a query or fragment"));
+        return Err(invalid(UrlProblem::QueryOrFragment));
     }
     // A base ending in '/' makes `join` append instead of replacing the last segment.
     if !url.path().ends_with('/') {

@@ -1,7 +1,10 @@
 //! CFSSL errors, classified once by what the controllers must do about them.
 
 use super::endpoints::EndpointsError;
-use crate::pki::{CsrError, KeyType};
+use crate::pki::{ChainError, CsrError, KeyType};
+
+/// A cause whose type the caller does not name (transport errors from reqwest and below).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What a controller does with an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,12 +50,20 @@ pub enum Error {
     /// The issuer's `url` does not parse.
     #[error(transparent)]
     Endpoints(#[from] EndpointsError),
-    /// The configured CA bundle is not PEM certificates.
+    /// The configured CA bundle is not PEM certificates: the cause is reqwest's error or
+    /// [`NoCertificate`].
     #[error("invalid CA bundle: {0}")]
-    CaBundle(String),
+    CaBundle(#[source] BoxError),
     /// The HTTP client could not be built (TLS setup).
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(#[source] reqwest::Error),
+    /// A request body could not be encoded as JSON; never seen (the bodies are plain structs).
+    #[error("{call}: cannot encode the request: {source}")]
+    Encode {
+        call: Call,
+        #[source]
+        source: serde_json::Error,
+    },
     /// The CSR failed local checks; it was never sent.
     #[error(transparent)]
     Csr(#[from] CsrError),
@@ -90,12 +101,13 @@ pub enum Error {
         snippet: String,
     },
     /// A 200 whose body is not the CFSSL envelope or lacks the expected result.
-    #[error("{call} at {url} (label {label:?}): malformed answer: {detail}")]
+    #[error("{call} at {url} (label {label:?}): malformed answer: {problem}")]
     Malformed {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        problem: MalformedAnswer,
     },
     /// The answer was larger than the client accepts.
     #[error("{call} at {url} (label {label:?}): answer larger than {limit} bytes")]
@@ -114,29 +126,72 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// TLS handshake or certificate verification failed.
-    #[error("{call} at {url} (label {label:?}): TLS failure: {detail}")]
+    /// `detail` is the transport error; the message carries the causes below it (see
+    /// [`source_chain`]).
+    #[error("{call} at {url} (label {label:?}): TLS failure: {}", source_chain(.detail))]
     Tls {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        detail: BoxError,
     },
-    /// Connection refused or reset, DNS failure and the like.
-    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {detail}")]
+    /// Connection refused or reset, DNS failure and the like. `detail` is the transport error;
+    /// the message carries the causes below it (see [`source_chain`]).
+    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {}", source_chain(.detail))]
     Unreachable {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        detail: BoxError,
     },
     /// The CA signed, but what came back is not a usable certificate chain.
-    #[error("{call} at {url} (label {label:?}): unusable certificate: {detail}")]
+    #[error("{call} at {url} (label {label:?}): unusable certificate: {source}")]
     BadCertificate {
         call: Call,
         url: String,
         label: String,
-        detail: String,
+        #[source]
+        source: ChainError,
     },
+}
+
+/// A CA bundle that parses but holds no certificate.
+#[derive(Debug, thiserror::Error)]
+#[error("no PEM certificate in it")]
+pub struct NoCertificate;
+
+/// What is wrong with an answer that claims success.
+#[derive(Debug, thiserror::Error)]
+pub enum MalformedAnswer {
+    /// The body is not a CFSSL envelope with the expected result.
+    #[error("{0}")]
+    NotCfssl(#[source] serde_json::Error),
+    #[error("success without a result")]
+    NoResult,
+    /// The credential probe's empty CSR was signed: no multirootca does that.
+    #[error("the CA accepted an empty CSR")]
+    AcceptedEmptyCsr,
+    #[error("signer certificate: {0}")]
+    SignerCertificate(#[source] ChainError),
+}
+
+/// The messages of the errors below `err`, joined by `: `, or `err`'s own when it has none:
+/// reqwest's top message ("error sending request") says less than its causes.
+pub(super) fn source_chain(err: &BoxError) -> String {
+    let err: &(dyn std::error::Error + 'static) = err.as_ref();
+    let mut parts = Vec::new();
+    let mut next = err.source();
+    while let Some(e) = next {
+        parts.push(e.to_string());
+        next = e.source();
+    }
+    if parts.is_empty() {
+        err.to_string()
+    } else {
+        parts.join(": ")
+    }
 }
 
 impl Error {
@@ -167,7 +222,8 @@ impl Error {
             Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
             Error::Csr(_) | Error::UnsupportedKey { .. } => Class::Permanent,
             Error::Refused { class, .. } => *class,
-            Error::Http { .. }
+            Error::Encode { .. }
+            | Error::Http { .. }
             | Error::Malformed { .. }
             | Error::TooLarge { .. }
             | Error::Timeout { .. }
@@ -324,7 +380,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    problem: MalformedAnswer::NoResult,
                 },
                 Retryable,
                 true,
@@ -379,7 +435,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    source: ChainError::KeyMismatch,
                 },
                 Retryable,
                 false,
@@ -402,7 +458,12 @@ mod tests {
                 Permanent,
                 false,
             ),
-            ("ca bundle", Error::CaBundle("x".into()), Issuer(Tls), false),
+            (
+                "ca bundle",
+                Error::CaBundle(Box::new(NoCertificate)),
+                Issuer(Tls),
+                false,
+            ),
             (
                 "url",
                 Error::Endpoints(super::super::EndpointsError::Empty),
@@ -441,6 +502,181 @@ mod tests {
         ];
         for (err, key_type, want) in cases {
             assert_eq!(kind(&err.for_key_type(key_type)), want, "{key_type}");
+        }
+    }
+
+    /// An error with one cause, as reqwest's "error sending request" wraps what went wrong.
+    #[derive(Debug, thiserror::Error)]
+    #[error("error sending request")]
+    struct Sending(#[source] std::io::Error);
+
+    /// Every error with an underlying cause returns it from `source()`, and its message is the
+    /// one it always had (causes below a transport error joined by `: `); errors without a
+    /// cause have no source.
+    #[tokio::test]
+    async fn causes_are_sources_and_messages_are_unchanged() {
+        use super::super::answer::ErrorContext;
+        use reqwest::StatusCode;
+        use std::error::Error as _;
+        crate::install_crypto_provider();
+        let ctx = ErrorContext {
+            call: Call::Info,
+            url: "https://ca".into(),
+            label: "l".into(),
+        };
+        let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let refused = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("http://{closed}/"))
+            .send()
+            .await
+            .unwrap_err();
+        let bad_certificate = |source| Error::BadCertificate {
+            call: Call::AuthSign,
+            url: "https://ca".into(),
+            label: "l".into(),
+            source,
+        };
+        let garbage_pem = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
+        let bad_bundle =
+            reqwest::Certificate::from_pem_bundle(b"-----BEGIN CERTIFICATE-----\n!!\n").unwrap_err();
+        let unencodable = serde_json::to_vec(&std::collections::BTreeMap::from([((1, 2), 3)])).unwrap_err();
+        let cases: Vec<(&str, Error, &str, Option<&str>)> = vec![
+            (
+                "unreachable",
+                ctx.transport(refused, std::time::Duration::from_secs(1)),
+                r#"info at https://ca (label "l"): cannot reach the CA: client error (Connect): tcp connect error: Connection refused (os error 111)"#,
+                Some("error sending request"),
+            ),
+            (
+                "tls",
+                Error::Tls {
+                    call: Call::Info,
+                    url: "https://ca".into(),
+                    label: "l".into(),
+                    detail: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
+                        rustls::CertificateError::UnknownIssuer,
+                    )))),
+                },
+                r#"info at https://ca (label "l"): TLS failure: invalid peer certificate: UnknownIssuer"#,
+                Some("error sending request"),
+            ),
+            (
+                "not cfssl",
+                parse(b"<html>"),
+                r#"info at https://ca (label "l"): malformed answer: expected value at line 1 column 1"#,
+                Some("expected value at line 1 column 1"),
+            ),
+            (
+                "no result",
+                parse(br#"{"success":true,"result":null,"errors":[],"messages":[]}"#),
+                r#"info at https://ca (label "l"): malformed answer: success without a result"#,
+                Some("success without a result"),
+            ),
+            (
+                "signer certificate",
+                Error::Malformed {
+                    call: Call::Info,
+                    url: "https://ca".into(),
+                    label: "l".into(),
+                    problem: MalformedAnswer::SignerCertificate(
+                        crate::pki::certificates_in("x").unwrap_err(),
+                    ),
+                },
+                r#"info at https://ca (label "l"): malformed answer: signer certificate: no PEM certificate found"#,
+                Some("signer certificate: no PEM certificate found"),
+            ),
+            (
+                "certificate not der",
+                bad_certificate(crate::pki::certificates_in(garbage_pem).unwrap_err()),
+                r#"authsign at https://ca (label "l"): unusable certificate: certificate 0 does not parse: Parsing Error: NomError(Eof)"#,
+                Some("certificate 0 does not parse: Parsing Error: NomError(Eof)"),
+            ),
+            (
+                "certificate not pem",
+                bad_certificate(
+                    crate::pki::certificates_in(
+                        "-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n",
+                    )
+                    .unwrap_err(),
+                ),
+                r#"authsign at https://ca (label "l"): unusable certificate: not PEM: invalid data: Invalid symbol 33, offset 0."#,
+                Some("not PEM: invalid data: Invalid symbol 33, offset 0."),
+            ),
+            (
+                "certificate for another key",
+                bad_certificate(ChainError::KeyMismatch),
+                r#"authsign at https://ca (label "l"): unusable certificate: the certificate is for a different key than the CSR"#,
+                Some("the certificate is for a different key than the CSR"),
+            ),
+            (
+                "ca bundle",
+                Error::CaBundle(Box::new(bad_bundle)),
+                "invalid CA bundle: builder error",
+                Some("builder error"),
+            ),
+            (
+                "empty ca bundle",
+                Error::CaBundle(Box::new(NoCertificate)),
+                "invalid CA bundle: no PEM certificate in it",
+                Some("no PEM certificate in it"),
+            ),
+            (
+                "url",
+                Error::from(super::super::Endpoints::parse("not a url").unwrap_err()),
+                r#"invalid CFSSL URL "not a url": relative URL without a base"#,
+                Some("relative URL without a base"),
+            ),
+            (
+                "url scheme",
+                Error::from(super::super::Endpoints::parse("ftp://ca").unwrap_err()),
+                r#"invalid CFSSL URL "ftp://ca": scheme must be http or https"#,
+                Some("scheme must be http or https"),
+            ),
+            (
+                "csr not pem",
+                Error::from(crate::pki::check_csr_pem(b"hello").unwrap_err()),
+                "the CSR is not PEM: malformedframing",
+                Some("malformedframing"),
+            ),
+            (
+                "csr not der",
+                Error::from(
+                    crate::pki::check_csr_pem(
+                        garbage_pem
+                            .replace("CERTIFICATE", "CERTIFICATE REQUEST")
+                            .as_bytes(),
+                    )
+                    .unwrap_err(),
+                ),
+                "the CSR does not parse: Parsing Error: NomError(Eof)",
+                Some("Parsing Error: NomError(Eof)"),
+            ),
+            (
+                "encode",
+                Error::Encode {
+                    call: Call::AuthSign,
+                    source: unencodable,
+                },
+                "authsign: cannot encode the request: key must be a string",
+                Some("key must be a string"),
+            ),
+            (
+                "no cause",
+                http(502),
+                r#"authsign at https://ca (label "l"): HTTP 502 without a CFSSL answer: "<html>""#,
+                None,
+            ),
+        ];
+        for (name, err, display, source) in cases {
+            let got = (err.to_string(), err.source().map(ToString::to_string));
+            assert_eq!(got, (display.to_string(), source.map(String::from)), "{name}");
         }
     }
 }

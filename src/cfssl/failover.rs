@@ -17,32 +17,46 @@ impl Failover {
         }
     }
 
-    /// Positions to try, in order: answering URLs as configured, then the quiet ones.
-    pub fn order(&self) -> Vec<usize> {
-        let quiet: Vec<bool> = self.quiet.iter().map(|q| q.load(Ordering::Relaxed)).collect();
-        order(&quiet)
+    /// `urls` (this issuer's, in the configured order) to try, each with its position:
+    /// answering URLs as configured, then the quiet ones.
+    pub fn order<T>(&self, urls: impl IntoIterator<Item = T>) -> Vec<(usize, T)> {
+        arrange(urls, |position| {
+            self.quiet
+                .get(position)
+                .is_some_and(|q| q.load(Ordering::Relaxed))
+        })
     }
 
     /// The URL at `position` took a request and did not answer in time.
     pub fn went_quiet(&self, position: usize) {
-        self.quiet[position].store(true, Ordering::Relaxed);
+        if let Some(quiet) = self.quiet.get(position) {
+            quiet.store(true, Ordering::Relaxed);
+        }
     }
 
     /// The URL at `position` answered (a result or a CFSSL refusal): back to its place.
     pub fn answered(&self, position: usize) {
-        self.quiet[position].store(false, Ordering::Relaxed);
+        if let Some(quiet) = self.quiet.get(position) {
+            quiet.store(false, Ordering::Relaxed);
+        }
     }
 }
 
-/// Pure: the configured order with the quiet URLs moved to the back, each group keeping its order.
-pub fn order(quiet: &[bool]) -> Vec<usize> {
-    let (answering, silent): (Vec<usize>, Vec<usize>) = (0..quiet.len()).partition(|&i| !quiet[i]);
+/// Pure: `items` with their positions, the quiet ones moved to the back, each group keeping its
+/// order.
+fn arrange<T>(items: impl IntoIterator<Item = T>, quiet: impl Fn(usize) -> bool) -> Vec<(usize, T)> {
+    let (answering, silent): (Vec<_>, Vec<_>) = items.into_iter().enumerate().partition(|(i, _)| !quiet(*i));
     answering.into_iter().chain(silent).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The positions [`arrange`] puts first to last.
+    fn order(quiet: &[bool]) -> Vec<usize> {
+        arrange(quiet, |i| quiet[i]).into_iter().map(|(i, _)| i).collect()
+    }
 
     #[test]
     fn order_table() {
@@ -62,11 +76,12 @@ mod tests {
     #[test]
     fn a_quiet_url_returns_to_its_place_when_it_answers() {
         let failover = Failover::new(3);
+        let order = |f: &Failover| -> Vec<usize> { f.order(0..3).into_iter().map(|(i, _)| i).collect() };
         failover.went_quiet(0);
-        assert_eq!(failover.order(), [1, 2, 0]);
+        assert_eq!(order(&failover), [1, 2, 0]);
         failover.went_quiet(1);
-        assert_eq!(failover.order(), [2, 0, 1]);
+        assert_eq!(order(&failover), [2, 0, 1]);
         failover.answered(0);
-        assert_eq!(failover.order(), [0, 2, 1]);
+        assert_eq!(order(&failover), [0, 2, 1]);
     }
 }

@@ -12,8 +12,10 @@ pub mod wire;
 
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
-pub use endpoints::{Endpoints, EndpointsError};
-pub use error::{Call, Class, Error, IssuerFault, classify_refusal};
+pub use endpoints::{Endpoints, EndpointsError, UrlProblem};
+pub use error::{
+    BoxError, Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate, classify_refusal,
+};
 pub use failover::Failover;
 
 /// Path of the authenticated signing endpoint, relative to a base URL.

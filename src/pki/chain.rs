@@ -1,16 +1,21 @@
 //! Certificate chains: what goes into `status.certificate` (leaf first, then intermediates) and
 //! what goes into `status.ca` (the root, only when known).
 
+use x509_parser::error::X509Error;
 use x509_parser::prelude::{FromDer, ParsedExtension, X509Certificate};
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ChainError {
     #[error("no PEM certificate found")]
     Empty,
     #[error("not PEM: {0}")]
-    NotPem(String),
-    #[error("certificate {index} does not parse: {detail}")]
-    Malformed { index: usize, detail: String },
+    NotPem(#[source] pem::PemError),
+    #[error("certificate {index} does not parse: {source}")]
+    Malformed {
+        index: usize,
+        #[source]
+        source: x509_parser::nom::Err<X509Error>,
+    },
     #[error("the certificate is for a different key than the CSR")]
     KeyMismatch,
 }
@@ -42,11 +47,11 @@ pub fn certificates_in(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
 
 /// The DER of every `CERTIFICATE` block, unparsed; at least one.
 fn pem_blocks(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
-    let blocks = pem::parse_many(pem_text).map_err(|e| ChainError::NotPem(e.to_string()))?;
+    let blocks = pem::parse_many(pem_text).map_err(ChainError::NotPem)?;
     let ders: Vec<Vec<u8>> = blocks
         .into_iter()
         .filter(|b| b.tag() == "CERTIFICATE")
-        .map(|b| b.into_contents())
+        .map(pem::Pem::into_contents)
         .collect();
     if ders.is_empty() {
         return Err(ChainError::Empty);
@@ -57,10 +62,7 @@ fn pem_blocks(pem_text: &str) -> Result<Vec<Vec<u8>>, ChainError> {
 fn parse_at(der: &[u8], index: usize) -> Result<X509Certificate<'_>, ChainError> {
     X509Certificate::from_der(der)
         .map(|(_, cert)| cert)
-        .map_err(|e| ChainError::Malformed {
-            index,
-            detail: e.to_string(),
-        })
+        .map_err(|source| ChainError::Malformed { index, source })
 }
 
 /// PEM with `\n` line endings, whatever the CA sent.

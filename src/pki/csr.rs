@@ -1,24 +1,30 @@
 //! Local CSR checks, so that a bad CSR fails fast and permanently without a trip to the CA.
 
+use x509_parser::error::X509Error;
 use x509_parser::prelude::{FromDer, X509CertificationRequest};
 
-use super::signature::{self, KeyType};
+use super::signature::{self, KeyType, SignatureError};
 
 /// The largest CSR (PEM text) accepted; cert-manager's largest, RSA 8192, is under 4 KiB.
 pub const MAX_CSR_BYTES: usize = 64 * 1024;
 
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum CsrError {
     #[error("the CSR is {size} bytes, over the {} KiB limit", MAX_CSR_BYTES / 1024)]
     TooLarge { size: usize },
+    /// The cause is the `pem` crate's error.
     #[error("the CSR is not PEM: {0}")]
-    NotPem(String),
+    NotPem(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The PEM block type found instead.
     #[error("PEM block type must be CERTIFICATE REQUEST, found {0:?}")]
     WrongType(String),
     #[error("the CSR does not parse: {0}")]
-    Malformed(String),
+    Malformed(#[source] x509_parser::nom::Err<X509Error>),
+    /// The DER parsed but did not end where the CSR does.
+    #[error("the CSR does not parse: {count} trailing bytes")]
+    TrailingBytes { count: usize },
     #[error("the CSR signature does not verify: {0}")]
-    BadSignature(String),
+    BadSignature(#[source] SignatureError),
 }
 
 /// A CSR that parsed and whose self-signature verified.
@@ -36,15 +42,14 @@ pub fn check_csr_pem(input: &[u8]) -> Result<CheckedCsr, CsrError> {
     if input.len() > MAX_CSR_BYTES {
         return Err(CsrError::TooLarge { size: input.len() });
     }
-    let block = pem::parse(input).map_err(|e| CsrError::NotPem(e.to_string()))?;
+    let block = pem::parse(input).map_err(|e| CsrError::NotPem(Box::new(e)))?;
     // "NEW CERTIFICATE REQUEST" is what older tools (Netscape, some Java) write.
     if !matches!(block.tag(), "CERTIFICATE REQUEST" | "NEW CERTIFICATE REQUEST") {
         return Err(CsrError::WrongType(block.tag().to_string()));
     }
-    let (rest, csr) = X509CertificationRequest::from_der(block.contents())
-        .map_err(|e| CsrError::Malformed(e.to_string()))?;
+    let (rest, csr) = X509CertificationRequest::from_der(block.contents()).map_err(CsrError::Malformed)?;
     if !rest.is_empty() {
-        return Err(CsrError::Malformed(format!("{} trailing bytes", rest.len())));
+        return Err(CsrError::TrailingBytes { count: rest.len() });
     }
     let info = &csr.certification_request_info;
     let key_type = signature::verify(
@@ -53,7 +58,7 @@ pub fn check_csr_pem(input: &[u8]) -> Result<CheckedCsr, CsrError> {
         &csr.signature_value.data,
         info.raw,
     )
-    .map_err(|e| CsrError::BadSignature(e.to_string()))?;
+    .map_err(CsrError::BadSignature)?;
     let public_key_der = info.subject_pki.raw.to_vec();
     let pem = super::pem_lf(&pem::Pem::new("CERTIFICATE REQUEST", block.contents()));
     Ok(CheckedCsr {
@@ -182,6 +187,32 @@ pub(crate) mod tests {
         String::from_utf8(openssl(&args)).unwrap()
     }
 
+    /// The signature error is the CSR error's source; the message is the one it always had.
+    #[test]
+    fn a_bad_signature_keeps_its_cause() {
+        let (good, _) = csr_pem("svc.example.org");
+        let err = check_csr_pem(tampered(&good).as_bytes()).unwrap_err();
+        let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<SignatureError>());
+        assert_eq!(
+            source,
+            Some(&SignatureError::Mismatch {
+                key: KeyType::EcdsaP256
+            })
+        );
+        assert_eq!(
+            err.to_string(),
+            "the CSR signature does not verify: the ECDSA P-256 signature does not match the CSR's contents"
+        );
+    }
+
+    /// What a refused signature says; any other failure is named as such.
+    fn signature_problem<T>(got: Result<T, CsrError>) -> Result<T, String> {
+        got.map_err(|err| match err {
+            CsrError::BadSignature(e) => e.to_string(),
+            other => format!("not a signature error: {other}"),
+        })
+    }
+
     fn broken_signature(pem_text: &str) -> String {
         let block = pem::parse(pem_text).unwrap();
         let mut der = block.contents().to_vec();
@@ -208,10 +239,10 @@ pub(crate) mod tests {
                 let csr = openssl_csr(&key, *digest);
                 let row = format!("{name} {digest:?}");
                 let got = check_csr_pem(csr.as_bytes()).map(|c| c.key_type);
-                assert_eq!(got, Ok(key_type), "{row}");
+                assert_eq!(got.map_err(|e| e.to_string()), Ok(key_type), "{row}");
                 let got = check_csr_pem(broken_signature(&csr).as_bytes()).map(|c| c.key_type);
                 let want = format!("the {key_type} signature does not match the CSR's contents");
-                assert_eq!(got, Err(CsrError::BadSignature(want)), "{row} broken");
+                assert_eq!(signature_problem(got), Err(want), "{row} broken");
             }
         }
     }
@@ -248,10 +279,10 @@ pub(crate) mod tests {
             ]);
             let csr = String::from_utf8(csr).unwrap();
             let got = check_csr_pem(csr.as_bytes()).map(|c| c.key_type);
-            assert_eq!(got, Ok(KeyType::Rsa), "{digest}");
+            assert_eq!(got.map_err(|e| e.to_string()), Ok(KeyType::Rsa), "{digest}");
             let got = check_csr_pem(broken_signature(&csr).as_bytes()).map(|c| c.key_type);
             let want = "the RSA signature does not match the CSR's contents".to_string();
-            assert_eq!(got, Err(CsrError::BadSignature(want)), "{digest} broken");
+            assert_eq!(signature_problem(got), Err(want), "{digest} broken");
         }
     }
 
@@ -278,7 +309,7 @@ pub(crate) mod tests {
             args.extend(genpkey);
             openssl(&args);
             let got = check_csr_pem(openssl_csr(&key, digest).as_bytes());
-            assert_eq!(got, Err(CsrError::BadSignature(want.into())), "{want}");
+            assert_eq!(signature_problem(got), Err(want.into()), "{want}");
         }
     }
 
@@ -289,11 +320,10 @@ pub(crate) mod tests {
         let padded = format!("{}{good}", "#".repeat(MAX_CSR_BYTES - good.len()));
         assert!(check_csr_pem(padded.as_bytes()).is_ok());
         let over = format!("#{padded}");
-        assert_eq!(
-            check_csr_pem(over.as_bytes()),
-            Err(CsrError::TooLarge {
-                size: MAX_CSR_BYTES + 1
-            })
+        let got = check_csr_pem(over.as_bytes());
+        assert!(
+            matches!(got, Err(CsrError::TooLarge { size }) if size == MAX_CSR_BYTES + 1),
+            "{got:?}"
         );
         assert_eq!(
             CsrError::TooLarge { size: 70000 }.to_string(),

@@ -138,8 +138,8 @@ pub fn scheme(algorithm: &AlgorithmIdentifier) -> Result<Scheme, SignatureError>
 
 /// The aws-lc-rs algorithm for a key type and scheme; `None` when they do not go together.
 pub fn algorithm(key: KeyType, scheme: Scheme) -> Option<&'static dyn VerificationAlgorithm> {
-    use Hash::*;
-    use KeyType::*;
+    use Hash::{Sha1, Sha256, Sha384, Sha512};
+    use KeyType::{EcdsaP256, EcdsaP384, EcdsaP521, Ed25519, Rsa};
     Some(match (key, scheme) {
         (Rsa, Scheme::RsaPkcs1(Sha1)) => &signature::RSA_PKCS1_1024_8192_SHA1_FOR_LEGACY_USE_ONLY,
         (Rsa, Scheme::RsaPkcs1(Sha256)) => &signature::RSA_PKCS1_2048_8192_SHA256,

@@ -8,6 +8,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
+
+use crate::clock::lock;
 use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -160,20 +162,13 @@ impl Metrics {
             issuer: issuer.into(),
         };
         self.issuer_ready.get_or_create(&labels).set(i64::from(ready));
-        self.calls
-            .lock()
-            .expect("metrics lock")
-            .entry(issuer.into())
-            .or_default();
+        lock(&self.calls).entry(issuer.into()).or_default();
     }
 
     /// Forgets every issuer with series whose key starts with `kind_prefix` (`Issuer/`,
     /// `ClusterIssuer/`) and is not in `live`: deletes missed while a watch was down.
     pub fn retain_issuers(&self, kind_prefix: &str, live: &HashSet<String>) {
-        let gone: Vec<String> = self
-            .calls
-            .lock()
-            .expect("metrics lock")
+        let gone: Vec<String> = lock(&self.calls)
             .keys()
             .filter(|k| k.starts_with(kind_prefix) && !live.contains(*k))
             .cloned()
@@ -195,7 +190,7 @@ impl Metrics {
         if let Some(error) = &error {
             self.cfssl_errors.get_or_create(error).inc();
         }
-        let mut calls = self.calls.lock().expect("metrics lock");
+        let mut calls = lock(&self.calls);
         let seen = calls.entry(labels.issuer.clone()).or_default();
         seen.durations.insert(labels);
         seen.errors.extend(error);
@@ -218,7 +213,7 @@ impl Metrics {
         self.issuer_ready.remove(&labels);
         self.issued.remove(&labels);
         self.possible_duplicates.remove(&labels);
-        let calls = self.calls.lock().expect("metrics lock").remove(issuer);
+        let calls = lock(&self.calls).remove(issuer);
         for durations in calls.iter().flat_map(|c| &c.durations) {
             self.cfssl_duration.remove(durations);
         }
@@ -228,10 +223,16 @@ impl Metrics {
     }
 
     /// The OpenMetrics text exposition.
-    pub fn encode(&self) -> String {
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String");
-        out
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+
+    /// [`Metrics::render`] for tests.
+    #[cfg(test)]
+    pub fn encode(&self) -> String {
+        self.render().expect("writing to a String")
     }
 }
 

@@ -103,14 +103,21 @@ pub async fn serve(
     Ok(bound)
 }
 
-async fn render(State(metrics): State<Arc<Metrics>>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        metrics.encode(),
-    )
+async fn render(State(metrics): State<Arc<Metrics>>) -> axum::response::Response {
+    match metrics.render() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot encode the metrics");
+            (StatusCode::INTERNAL_SERVER_ERROR, "cannot encode the metrics").into_response()
+        }
+    }
 }
 
 async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
