@@ -32,20 +32,20 @@ impl ErrorContext {
             };
         }
         let tls = is_tls_failure(&err);
-        let detail: BoxError = Box::new(err);
+        let source: BoxError = Box::new(err);
         if tls {
             Error::Tls {
                 call,
                 url,
                 label,
-                detail,
+                source,
             }
         } else {
             Error::Unreachable {
                 call,
                 url,
                 label,
-                detail,
+                source,
             }
         }
     }

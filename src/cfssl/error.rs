@@ -126,25 +126,23 @@ pub enum Error {
         timeout: std::time::Duration,
     },
     /// TLS handshake or certificate verification failed.
-    /// `detail` is the transport error; the message carries the causes below it (see
+    /// `source` is the transport error; the message carries the causes below it (see
     /// [`source_chain`]).
-    #[error("{call} at {url} (label {label:?}): TLS failure: {}", source_chain(.detail))]
+    #[error("{call} at {url} (label {label:?}): TLS failure: {}", source_chain(.source))]
     Tls {
         call: Call,
         url: String,
         label: String,
-        #[source]
-        detail: BoxError,
+        source: BoxError,
     },
-    /// Connection refused or reset, DNS failure and the like. `detail` is the transport error;
+    /// Connection refused or reset, DNS failure and the like. `source` is the transport error;
     /// the message carries the causes below it (see [`source_chain`]).
-    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {}", source_chain(.detail))]
+    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {}", source_chain(.source))]
     Unreachable {
         call: Call,
         url: String,
         label: String,
-        #[source]
-        detail: BoxError,
+        source: BoxError,
     },
     /// The CA signed, but what came back is not a usable certificate chain.
     #[error("{call} at {url} (label {label:?}): unusable certificate: {source}")]
@@ -413,7 +411,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    source: "x".into(),
                 },
                 Issuer(Tls),
                 true,
@@ -424,7 +422,7 @@ mod tests {
                     call,
                     url: url.clone(),
                     label: label.clone(),
-                    detail: "x".into(),
+                    source: "x".into(),
                 },
                 Retryable,
                 true,
@@ -560,7 +558,7 @@ mod tests {
                     call: Call::Info,
                     url: "https://ca".into(),
                     label: "l".into(),
-                    detail: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
+                    source: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
                         rustls::CertificateError::UnknownIssuer,
                     )))),
                 },

@@ -115,16 +115,16 @@ pub(crate) mod testing {
             call,
             url: "http://ca".into(),
             label: "l".into(),
-            detail: "connection refused".into(),
+            source: "connection refused".into(),
         }
     }
 
-    pub fn tls(detail: &str) -> Error {
+    pub fn tls(cause: &str) -> Error {
         Error::Tls {
             call: Call::Info,
             url: "https://ca".into(),
             label: "l".into(),
-            detail: detail.into(),
+            source: cause.into(),
         }
     }
 }

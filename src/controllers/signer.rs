@@ -34,6 +34,7 @@ pub struct Signer {
     /// Where a ClusterIssuer's credential Secret lives.
     cluster_resource_namespace: String,
     timeout: std::time::Duration,
+    /// Stamps the CFSSL tokens.
     clock: Clock,
     metrics: Arc<Metrics>,
     /// One client per issuer, by [`key`].
@@ -75,6 +76,7 @@ impl Signer {
         self.clients.get_or_build(&key, fingerprint, || {
             let mut config = client_config(issuer.spec(), credentials, self.timeout);
             config.unanswered_signs = self.metrics.possible_duplicates_of(&key);
+            config.clock = self.clock.clone();
             config
         })
     }
@@ -97,11 +99,6 @@ impl Signer {
         self.metrics
             .observe_call(labels, started.elapsed().as_secs_f64(), class);
         result
-    }
-
-    /// The injected clock the signer's clients use.
-    pub fn clock(&self) -> &Clock {
-        &self.clock
     }
 }
 
