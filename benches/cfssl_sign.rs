@@ -5,6 +5,9 @@
 //! the raw side posts precomputed bodies and only reads the answer bytes, so the ratio is what
 //! our client's work (CSR checks, tokens, parsing, chain completion) costs.
 
+// A benchmark, like a test, may stop at the first surprise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -6,6 +6,9 @@
 //!
 //! `cargo bench --bench reconcile` (BENCH_N requests, default 20000). Target: >= 20,000/s.
 
+// A benchmark, like a test, may stop at the first surprise.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Instant;

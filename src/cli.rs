@@ -81,7 +81,7 @@ impl CfsslArgs {
             key = key.with_additional_data(read(path)?);
         }
         let mut config = ClientConfig::new(&self.url, &self.label, key);
-        config.profile = self.profile.clone();
+        config.profile.clone_from(&self.profile);
         config.bundle = bundle;
         config.ca_bundle_pem = self.ca_file.as_ref().map(read).transpose()?;
         config.timeout = Duration::from_secs(self.timeout_seconds);

@@ -325,7 +325,7 @@ where
     tracing::info!(lease = %format!("{}/{}", lease.namespace, lease.name), %identity, "waiting to lead");
     let won = tokio::select! {
         won = leading.wait_for(|l| *l) => Some(won.is_ok()),
-        _ = signal.clone() => None,
+        () = signal.clone() => None,
     };
     match won {
         Some(true) => {}
@@ -355,7 +355,7 @@ where
     // lead already, and two must never write at the same time.
     let result = tokio::select! {
         result = run_controllers(signal.boxed()) => Some(result),
-        _ = lost.clone() => None,
+        () = lost.clone() => None,
     };
     let Some(result) = result else {
         tracing::error!("lost the lease: stopped reconciling at once; exiting to restart as a candidate");

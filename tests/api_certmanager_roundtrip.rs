@@ -1,6 +1,8 @@
 //! cert-manager objects survive a trip through our types, fields we do not model included, and
 //! every field we do model exists in cert-manager's CRDs under that name and type.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod api_common;
 
 use api_common::{Walk, compare, load_crd, version_schema};

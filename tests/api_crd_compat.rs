@@ -1,6 +1,8 @@
 //! Our Issuer and ClusterIssuer CRDs accept every object the Go cfssl-issuer's CRDs accept, and
 //! what `cfssl-issuer crd` prints is an installable, structural CRD.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod api_common;
 
 use api_common::{Walk, compare, load_crd, structural_problems, validate, version_schema};
@@ -117,7 +119,7 @@ fn compatibility_check_catches_tightening() {
             s["properties"]["spec"]["required"]
                 .as_array_mut()
                 .unwrap()
-                .push(json!("caBundle"))
+                .push(json!("caBundle"));
         }),
         ("spec required at the root", |s| s["required"] = json!(["spec"])),
         ("property removed", |s| {
@@ -127,20 +129,20 @@ fn compatibility_check_catches_tightening() {
                 .remove("profile");
         }),
         ("type changed", |s| {
-            s["properties"]["spec"]["properties"]["bundle"]["type"] = json!("string")
+            s["properties"]["spec"]["properties"]["bundle"]["type"] = json!("string");
         }),
         ("enum narrowed", |s| {
             s["properties"]["status"]["properties"]["conditions"]["items"]["properties"]["status"]["enum"] =
-                json!(["True", "False"])
+                json!(["True", "False"]);
         }),
         ("pattern added", |s| {
-            s["properties"]["spec"]["properties"]["url"]["pattern"] = json!("^https://")
+            s["properties"]["spec"]["properties"]["url"]["pattern"] = json!("^https://");
         }),
         ("maxLength added", |s| {
-            s["properties"]["spec"]["properties"]["label"]["maxLength"] = json!(63)
+            s["properties"]["spec"]["properties"]["label"]["maxLength"] = json!(63);
         }),
         ("format added", |s| {
-            s["properties"]["spec"]["properties"]["url"]["format"] = json!("uri")
+            s["properties"]["spec"]["properties"]["url"]["format"] = json!("uri");
         }),
         ("list-map on a key theirs does not require", |s| {
             s["properties"]["status"]["properties"]["conditions"]["x-kubernetes-list-map-keys"] =
@@ -183,7 +185,7 @@ spec:
     ),
     (
         "ClusterIssuer with profile and bundle",
-        r#"
+        r"
 apiVersion: cfssl-issuer.wikimedia.org/v1alpha1
 kind: ClusterIssuer
 metadata:
@@ -194,7 +196,7 @@ spec:
   label: intermediate1
   profile: server
   bundle: true
-"#,
+",
     ),
     (
         "several URLs, trailing slashes and spaces",

@@ -1,5 +1,7 @@
 //! The same CFSSL client cases against a real multirootca and against simple-cfssl.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod support;
 
 use std::time::{Duration, Instant};

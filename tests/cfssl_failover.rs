@@ -3,6 +3,8 @@
 //! is tried last afterwards, so later requests do not wait for its timeout. Against the real
 //! multirootca and simple-cfssl.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod support;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! server scripted: an issuer is checked, a request is signed, and every failure lands on the
 //! right resource with the right outcome.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod support;
 
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! (tower-test): exact paths, server-side apply bodies, Secrets read from the right namespace,
 //! nothing written for requests that are not ours.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod support;
 
 use std::sync::Arc;
@@ -314,7 +316,9 @@ async fn issuer_status_holds_observed_generation_only_where_the_schema_declares_
             let (ready, _) = issuer_status_apply(&ctx, &mut handle, ok).await;
             assert_eq!(ready["reason"], "SecretNotFound", "{schema:?}");
             assert_eq!(
-                ready.get("observedGeneration").and_then(|g| g.as_i64()),
+                ready
+                    .get("observedGeneration")
+                    .and_then(serde_json::Value::as_i64),
                 want,
                 "{schema:?}: {ready}"
             );

@@ -12,6 +12,8 @@
 //! Needs `kubectl` (for `kubectl kustomize`) and, for the chart, Helm's Python bindings: the
 //! chart tests fail, never skip, when they are missing, and say how to install them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -45,9 +47,12 @@ fn parse_docs(yaml: &str, what: &str) -> Vec<Value> {
 
 /// stdout of a command that must succeed; `what` names it in the failure.
 fn run(cmd: &mut Command, what: &str) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: cannot start {:?}: {e}", cmd.get_program()));
+    let out = cmd.output().unwrap_or_else(|e| {
+        panic!(
+            "{what}: cannot start {}: {e}",
+            cmd.get_program().to_string_lossy()
+        )
+    });
     assert!(
         out.status.success(),
         "{what} failed ({}):\n{}{}",
@@ -213,8 +218,9 @@ fn assert_outlasts_a_sign(deploy: &Value) {
     let timeout = args
         .iter()
         .find_map(|a| a.strip_prefix("--cfssl-timeout="))
-        .map(|t| cfssl_issuer::manager::parse_duration(t).expect("--cfssl-timeout parses"))
-        .unwrap_or(cfssl_issuer::cfssl::ClientConfig::DEFAULT_TIMEOUT);
+        .map_or(cfssl_issuer::cfssl::ClientConfig::DEFAULT_TIMEOUT, |t| {
+            cfssl_issuer::manager::parse_duration(t).expect("--cfssl-timeout parses")
+        });
     let grace = pod["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("terminationGracePeriodSeconds is set (the default 30 s equals the CA timeout)");

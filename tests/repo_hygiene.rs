@@ -3,6 +3,8 @@
 //! folder of reference material that users do not have); test data lives under `tests/data/`.
 //! And one crypto provider is built.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 use std::path::{Path, PathBuf};
 
 /// Directories that are not part of the project's sources.

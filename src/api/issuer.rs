@@ -190,16 +190,16 @@ impl Resource for ClusterIssuer {
     type DynamicType = ();
     type Scope = ClusterResourceScope;
 
-    fn kind(_: &()) -> Cow<'_, str> {
+    fn kind((): &()) -> Cow<'_, str> {
         "ClusterIssuer".into()
     }
-    fn group(_: &()) -> Cow<'_, str> {
+    fn group((): &()) -> Cow<'_, str> {
         GROUP.into()
     }
-    fn version(_: &()) -> Cow<'_, str> {
+    fn version((): &()) -> Cow<'_, str> {
         VERSION.into()
     }
-    fn plural(_: &()) -> Cow<'_, str> {
+    fn plural((): &()) -> Cow<'_, str> {
         "clusterissuers".into()
     }
     fn meta(&self) -> &ObjectMeta {

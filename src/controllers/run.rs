@@ -74,9 +74,9 @@ pub async fn run(
     // The watches run until the process ends; the controllers end on shutdown.
     tokio::select! {
         _ = controllers => {}
-        _ = watches => {}
-        _ = synced => {}
-        _ = schema_watch => {}
+        () = watches => {}
+        () = synced => {}
+        () = schema_watch => {}
     }
     tracing::info!("controllers stopped");
     Ok(())
@@ -168,7 +168,7 @@ fn synced(wiring: &Wiring, health: Arc<Health>) -> impl Future<Output = ()> + us
         .await;
         health.set_synced(true);
         tracing::info!("caches synced");
-        future::pending::<()>().await
+        future::pending::<()>().await;
     }
 }
 

@@ -31,7 +31,7 @@ use kube::runtime::watcher::Event;
 use super::certificaterequest::{RequestContext, expiry_labels, request_key};
 use super::issuer::IssuerContext;
 use super::signer::key;
-use crate::api::certmanager::CertificateRequest;
+use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
 use crate::api::{AnyIssuer, IssuerKind};
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
@@ -61,7 +61,7 @@ pub fn trim_request_event(event: Event<CertificateRequest>) -> Option<Event<Cert
 
 /// Only what names the object.
 fn bare(cr: CertificateRequest) -> CertificateRequest {
-    let mut bare = CertificateRequest::new(&cr.name_any(), Default::default());
+    let mut bare = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
     bare.metadata.namespace = cr.metadata.namespace;
     bare.metadata.uid = cr.metadata.uid;
     bare

@@ -211,7 +211,7 @@ mod tests {
     }
 
     fn count(pem_text: &str) -> usize {
-        certificates_in(pem_text).map(|d| d.len()).unwrap_or(0)
+        certificates_in(pem_text).map_or(0, |d| d.len())
     }
 
     /// (name, leaf, bundle, signer, want certificates, want ca)

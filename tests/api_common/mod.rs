@@ -147,10 +147,10 @@ pub fn compare(theirs: &Value, ours: &Value, path: &str, walk: Walk, errors: &mu
         ) {
             (Some(t), Some(o)) => compare(t, o, &format!("{path}{suffix}"), walk, errors),
             (Some(_), None) if walk == Walk::TheirsInOurs => {
-                errors.push(format!("{here}: {key} missing from ours"))
+                errors.push(format!("{here}: {key} missing from ours"));
             }
             (None, Some(_)) if walk == Walk::OursInTheirs => {
-                errors.push(format!("{here}: {key} missing from theirs"))
+                errors.push(format!("{here}: {key} missing from theirs"));
             }
             _ => {}
         }

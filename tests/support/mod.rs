@@ -29,7 +29,7 @@ pub struct Ca {
     /// The CA to trust for TLS, when the CA listens on https.
     pub tls_ca_pem: Option<String>,
     pub supports_bundle: bool,
-    _guard: Guard,
+    guard: Guard,
 }
 
 enum Guard {
@@ -55,7 +55,7 @@ impl Ca {
     }
 
     pub fn issued_count(&self) -> Option<u64> {
-        match &self._guard {
+        match &self.guard {
             Guard::Simple(Some(running)) => Some(running.issued_count()),
             _ => None,
         }
@@ -70,7 +70,7 @@ fn start_multirootca(tls: bool) -> Ca {
         tls_ca_pem: tls.then(|| lab.root_pem.clone()),
         root_pem: lab.root_pem.clone(),
         supports_bundle: false,
-        _guard: Guard::Multirootca(lab),
+        guard: Guard::Multirootca(lab),
     }
 }
 
@@ -84,7 +84,7 @@ async fn start_simple(tls: bool) -> Ca {
         root_pem: running.root_pem.clone(),
         tls_ca_pem: running.tls_ca_pem.clone(),
         supports_bundle: true,
-        _guard: Guard::Simple(Some(running)),
+        guard: Guard::Simple(Some(running)),
     }
 }
 

@@ -157,6 +157,7 @@ pub struct PrivateKey {
     pub unknown: Unknown,
 }
 
+#[allow(clippy::trivially_copy_pass_by_ref)] // serde passes a reference
 fn is_zero(n: &i64) -> bool {
     *n == 0
 }

@@ -83,9 +83,10 @@ pub fn plan<K: AnyIssuer>(
         return Plan::idle(next);
     }
     let reason = verdict.reason.as_str();
-    let event = match verdict.ready {
-        true => Notice::normal(reason, "Check", &verdict.message),
-        false => Notice::warning(reason, "Check", &verdict.message),
+    let event = if verdict.ready {
+        Notice::normal(reason, "Check", &verdict.message)
+    } else {
+        Notice::warning(reason, "Check", &verdict.message)
     };
     Plan {
         status: Some(document::<K>(serde_json::json!({ "conditions": [condition] }))),

@@ -43,7 +43,7 @@ fn trimmed(mut cr: CertificateRequest) -> CertificateRequest {
 }
 
 fn bare(name: &str) -> CertificateRequest {
-    let mut cr = CertificateRequest::new(name, Default::default());
+    let mut cr = CertificateRequest::new(name, CertificateRequestSpec::default());
     cr.metadata.namespace = Some("apps".into());
     cr.metadata.uid = Some(format!("uid-{name}"));
     cr
