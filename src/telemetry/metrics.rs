@@ -5,7 +5,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry, Unit};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
@@ -71,6 +71,21 @@ pub struct Metrics {
     calls: Mutex<HashMap<String, IssuerCalls>>,
 }
 
+/// Registers an empty family under `name` and hands it back.
+fn registered<F>(registry: &mut Registry, name: &str, help: &str, unit: Option<Unit>) -> F
+where
+    F: Metric + Clone + Default,
+{
+    let family = F::default();
+    match unit {
+        Some(unit) => registry.register_with_unit(name, help, unit, family.clone()),
+        None => registry.register(name, help, family.clone()),
+    }
+    family
+}
+
+/// Which series exist per issuer, to remove them when it goes (prometheus-client cannot list
+/// a family's series).
 #[derive(Debug, Default)]
 struct IssuerCalls {
     durations: HashSet<CallLabels>,
@@ -79,54 +94,49 @@ struct IssuerCalls {
 
 impl Default for Metrics {
     fn default() -> Self {
+        use prometheus_client::registry::Unit::Seconds;
         let mut registry = Registry::with_prefix("cfssl_issuer");
-        let reconciles = Family::default();
-        registry.register("reconciles", "Reconciles run, per controller", reconciles.clone());
-        let reconcile_errors = Family::default();
-        registry.register(
+        let r = &mut registry;
+        let reconciles = registered(r, "reconciles", "Reconciles run, per controller", None);
+        let reconcile_errors = registered(
+            r,
             "reconcile_errors",
             "Reconciles that failed with an API error and were retried, per controller",
-            reconcile_errors.clone(),
+            None,
         );
         let cfssl_duration = Family::<CallLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.001, 2.0, 16))
         });
-        registry.register_with_unit(
+        r.register_with_unit(
             "cfssl_request_duration",
             "Time of each CFSSL check or sign, including failover, per issuer and label",
-            prometheus_client::registry::Unit::Seconds,
+            Seconds,
             cfssl_duration.clone(),
         );
-        let cfssl_errors = Family::default();
-        registry.register(
+        let cfssl_errors = registered(
+            r,
             "cfssl_request_errors",
             "Failed CFSSL checks and signs, per issuer, label and error class",
-            cfssl_errors.clone(),
+            None,
         );
-        let issued = Family::default();
-        registry.register(
-            "certificates_issued",
-            "Certificates signed, per issuer",
-            issued.clone(),
-        );
-        let issuer_ready = Family::default();
-        registry.register(
+        let issued = registered(r, "certificates_issued", "Certificates signed, per issuer", None);
+        let issuer_ready = registered(
+            r,
             "issuer_ready",
             "1 when the issuer's last check passed, 0 otherwise",
-            issuer_ready.clone(),
+            None,
         );
-        let certificate_expiry = Family::default();
-        registry.register_with_unit(
+        let certificate_expiry = registered(
+            r,
             "certificate_expiration_timestamp",
             "notAfter of the last certificate issued for each Certificate, as a Unix time",
-            prometheus_client::registry::Unit::Seconds,
-            certificate_expiry.clone(),
+            Some(Seconds),
         );
-        let possible_duplicates = Family::default();
-        registry.register(
+        let possible_duplicates = registered(
+            r,
             "possible_duplicate_signatures",
             "Sign requests a CA took without answering in time before the next URL was tried; each may have been signed twice",
-            possible_duplicates.clone(),
+            None,
         );
         Metrics {
             registry,

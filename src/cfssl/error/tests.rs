@@ -1,0 +1,384 @@
+//! Classes, failover and causes of every CFSSL error.
+
+use super::*;
+use Class::*;
+use IssuerFault::*;
+
+#[test]
+fn refusal_classification_table() {
+    let cases = [
+        (Call::AuthSign, 400, "invalid token", true, Issuer(Credentials)),
+        (Call::AuthSign, 400, "invalid profile", true, Issuer(Config)),
+        (
+            Call::AuthSign,
+            401,
+            "authorisation required",
+            true,
+            Issuer(Config),
+        ),
+        (Call::AuthSign, 403, "not authorised", true, Issuer(Config)),
+        (Call::AuthSign, 400, "bad request", false, Issuer(Config)),
+        (Call::AuthSign, 400, "bad request", true, Permanent),
+        (Call::AuthSign, 400, "invalid request", true, Permanent),
+        (
+            Call::AuthSign,
+            400,
+            "illegal base64 data at input byte 0",
+            true,
+            Permanent,
+        ),
+        (Call::AuthSign, 500, "error creating bundle", true, Retryable),
+        (Call::Info, 400, "bad label", true, Issuer(Config)),
+        (Call::Info, 503, "unavailable", true, Retryable),
+    ];
+    for (call, status, message, label_known, want) in cases {
+        assert_eq!(
+            classify_refusal(call, status, message, label_known),
+            want,
+            "{call} {status} {message}"
+        );
+    }
+}
+
+fn http(status: u16) -> Error {
+    Error::Http {
+        call: Call::AuthSign,
+        url: "https://ca".into(),
+        label: "l".into(),
+        status,
+        snippet: "<html>".into(),
+    }
+}
+
+fn refused(status: u16, class: Class) -> Error {
+    Error::Refused {
+        call: Call::AuthSign,
+        url: "https://ca".into(),
+        label: "l".into(),
+        status,
+        code: 1,
+        message: "m".into(),
+        class,
+    }
+}
+
+/// Only a CFSSL envelope from a live CA is final; anything else tries the next URL and, on
+/// the last one, leaves the issuer unreachable (retryable).
+#[test]
+fn class_and_failover_table() {
+    let (call, url, label) = (Call::Info, "https://ca".to_string(), "l".to_string());
+    let cases: Vec<(&str, Error, Class, bool)> = vec![
+        ("proxy 400", http(400), Retryable, true),
+        ("proxy 404", http(404), Retryable, true),
+        ("proxy 405", http(405), Retryable, true),
+        ("proxy 413", http(413), Retryable, true),
+        ("proxy 429", http(429), Retryable, true),
+        ("proxy 502", http(502), Retryable, true),
+        ("refused 400", refused(400, Permanent), Permanent, false),
+        (
+            "refused token",
+            refused(401, Issuer(Credentials)),
+            Issuer(Credentials),
+            false,
+        ),
+        ("refused 500", refused(500, Retryable), Retryable, true),
+        (
+            "200 not cfssl",
+            Error::Malformed {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                problem: MalformedAnswer::NoResult,
+            },
+            Retryable,
+            true,
+        ),
+        (
+            "too large",
+            Error::TooLarge {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                limit: 1,
+            },
+            Retryable,
+            true,
+        ),
+        (
+            "timeout",
+            Error::Timeout {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                timeout: std::time::Duration::from_secs(1),
+            },
+            Retryable,
+            true,
+        ),
+        (
+            "tls",
+            Error::Tls {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                source: "x".into(),
+            },
+            Issuer(Tls),
+            true,
+        ),
+        (
+            "unreachable",
+            Error::Unreachable {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                source: "x".into(),
+            },
+            Retryable,
+            true,
+        ),
+        (
+            "bad certificate",
+            Error::BadCertificate {
+                call,
+                url: url.clone(),
+                label: label.clone(),
+                source: ChainError::KeyMismatch,
+            },
+            Retryable,
+            false,
+        ),
+        (
+            "ed25519",
+            Error::UnsupportedKey {
+                call,
+                url,
+                label,
+                key_type: KeyType::Ed25519,
+                message: "bad request".into(),
+            },
+            Permanent,
+            false,
+        ),
+        (
+            "csr",
+            Error::Csr(CsrError::TooLarge { size: 70000 }),
+            Permanent,
+            false,
+        ),
+        (
+            "ca bundle",
+            Error::CaBundle(Box::new(NoCertificate)),
+            Issuer(Tls),
+            false,
+        ),
+        (
+            "url",
+            Error::Endpoints(super::super::EndpointsError::Empty),
+            Issuer(Config),
+            false,
+        ),
+    ];
+    for (name, err, class, fails_over) in cases {
+        assert_eq!((err.class(), err.fails_over()), (class, fails_over), "{name}");
+    }
+}
+
+#[test]
+fn key_type_refusal_table() {
+    let kind = |err: &Error| match err {
+        Error::UnsupportedKey {
+            key_type, message, ..
+        } => format!("unsupported {key_type}: {message}"),
+        Error::Refused { class, .. } => format!("refused {class:?}"),
+        other => format!("{other}"),
+    };
+    let cases = [
+        (
+            refused(400, Permanent),
+            KeyType::Ed25519,
+            "unsupported Ed25519: m",
+        ),
+        (
+            refused(400, Issuer(Config)),
+            KeyType::Ed25519,
+            "refused Issuer(Config)",
+        ),
+        (refused(500, Retryable), KeyType::Ed25519, "refused Retryable"),
+        (refused(400, Permanent), KeyType::EcdsaP521, "refused Permanent"),
+        (refused(400, Permanent), KeyType::Rsa, "refused Permanent"),
+    ];
+    for (err, key_type, want) in cases {
+        assert_eq!(kind(&err.for_key_type(key_type)), want, "{key_type}");
+    }
+}
+
+/// An error with one cause, as reqwest's "error sending request" wraps what went wrong.
+#[derive(Debug, thiserror::Error)]
+#[error("error sending request")]
+struct Sending(#[source] std::io::Error);
+
+/// Every error with an underlying cause returns it from `source()`, and its message is the
+/// one it always had (causes below a transport error joined by `: `); errors without a
+/// cause have no source.
+#[tokio::test]
+async fn causes_are_sources_and_messages_are_unchanged() {
+    use super::super::answer::ErrorContext;
+    use reqwest::StatusCode;
+    use std::error::Error as _;
+    crate::install_crypto_provider();
+    let ctx = ErrorContext {
+        call: Call::Info,
+        url: "https://ca".into(),
+        label: "l".into(),
+    };
+    let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let refused = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("http://{closed}/"))
+        .send()
+        .await
+        .unwrap_err();
+    let bad_certificate = |source| Error::BadCertificate {
+        call: Call::AuthSign,
+        url: "https://ca".into(),
+        label: "l".into(),
+        source,
+    };
+    let garbage_pem = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
+    let bad_bundle = reqwest::Certificate::from_pem_bundle(b"-----BEGIN CERTIFICATE-----\n!!\n").unwrap_err();
+    let unencodable = serde_json::to_vec(&std::collections::BTreeMap::from([((1, 2), 3)])).unwrap_err();
+    let cases: Vec<(&str, Error, &str, Option<&str>)> = vec![
+        (
+            "unreachable",
+            ctx.transport(refused, std::time::Duration::from_secs(1)),
+            r#"info at https://ca (label "l"): cannot reach the CA: client error (Connect): tcp connect error: Connection refused (os error 111)"#,
+            Some("error sending request"),
+        ),
+        (
+            "tls",
+            Error::Tls {
+                call: Call::Info,
+                url: "https://ca".into(),
+                label: "l".into(),
+                source: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::UnknownIssuer,
+                )))),
+            },
+            r#"info at https://ca (label "l"): TLS failure: invalid peer certificate: UnknownIssuer"#,
+            Some("error sending request"),
+        ),
+        (
+            "not cfssl",
+            parse(b"<html>"),
+            r#"info at https://ca (label "l"): malformed answer: expected value at line 1 column 1"#,
+            Some("expected value at line 1 column 1"),
+        ),
+        (
+            "no result",
+            parse(br#"{"success":true,"result":null,"errors":[],"messages":[]}"#),
+            r#"info at https://ca (label "l"): malformed answer: success without a result"#,
+            Some("success without a result"),
+        ),
+        (
+            "signer certificate",
+            Error::Malformed {
+                call: Call::Info,
+                url: "https://ca".into(),
+                label: "l".into(),
+                problem: MalformedAnswer::SignerCertificate(crate::pki::certificates_in("x").unwrap_err()),
+            },
+            r#"info at https://ca (label "l"): malformed answer: signer certificate: no PEM certificate found"#,
+            Some("signer certificate: no PEM certificate found"),
+        ),
+        (
+            "certificate not der",
+            bad_certificate(crate::pki::certificates_in(garbage_pem).unwrap_err()),
+            r#"authsign at https://ca (label "l"): unusable certificate: certificate 0 does not parse: Parsing Error: NomError(Eof)"#,
+            Some("certificate 0 does not parse: Parsing Error: NomError(Eof)"),
+        ),
+        (
+            "certificate not pem",
+            bad_certificate(
+                crate::pki::certificates_in("-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n")
+                    .unwrap_err(),
+            ),
+            r#"authsign at https://ca (label "l"): unusable certificate: not PEM: invalid data: Invalid symbol 33, offset 0."#,
+            Some("not PEM: invalid data: Invalid symbol 33, offset 0."),
+        ),
+        (
+            "certificate for another key",
+            bad_certificate(ChainError::KeyMismatch),
+            r#"authsign at https://ca (label "l"): unusable certificate: the certificate is for a different key than the CSR"#,
+            Some("the certificate is for a different key than the CSR"),
+        ),
+        (
+            "ca bundle",
+            Error::CaBundle(Box::new(bad_bundle)),
+            "invalid CA bundle: builder error",
+            Some("builder error"),
+        ),
+        (
+            "empty ca bundle",
+            Error::CaBundle(Box::new(NoCertificate)),
+            "invalid CA bundle: no PEM certificate in it",
+            Some("no PEM certificate in it"),
+        ),
+        (
+            "url",
+            Error::from(super::super::Endpoints::parse("not a url").unwrap_err()),
+            r#"invalid CFSSL URL "not a url": relative URL without a base"#,
+            Some("relative URL without a base"),
+        ),
+        (
+            "url scheme",
+            Error::from(super::super::Endpoints::parse("ftp://ca").unwrap_err()),
+            r#"invalid CFSSL URL "ftp://ca": scheme must be http or https"#,
+            Some("scheme must be http or https"),
+        ),
+        (
+            "csr not pem",
+            Error::from(crate::pki::check_csr_pem(b"hello").unwrap_err()),
+            "the CSR is not PEM: malformedframing",
+            Some("malformedframing"),
+        ),
+        (
+            "csr not der",
+            Error::from(
+                crate::pki::check_csr_pem(
+                    garbage_pem
+                        .replace("CERTIFICATE", "CERTIFICATE REQUEST")
+                        .as_bytes(),
+                )
+                .unwrap_err(),
+            ),
+            "the CSR does not parse: Parsing Error: NomError(Eof)",
+            Some("Parsing Error: NomError(Eof)"),
+        ),
+        (
+            "encode",
+            Error::Encode {
+                call: Call::AuthSign,
+                source: unencodable,
+            },
+            "authsign: cannot encode the request: key must be a string",
+            Some("key must be a string"),
+        ),
+        (
+            "no cause",
+            http(502),
+            r#"authsign at https://ca (label "l"): HTTP 502 without a CFSSL answer: "<html>""#,
+            None,
+        ),
+    ];
+    for (name, err, display, source) in cases {
+        let got = (err.to_string(), err.source().map(ToString::to_string));
+        assert_eq!(got, (display.to_string(), source.map(String::from)), "{name}");
+    }
+}
