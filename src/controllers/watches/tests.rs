@@ -249,6 +249,21 @@ async fn a_deleted_request_is_forgotten() {
     assert!(!has(&other));
 }
 
+/// Puts a CFSSL client for the issuer `key` in the signer's cache.
+fn build_client(ctx: &Contexts, key: &str, uid: &str) {
+    let fingerprint = Fingerprint {
+        issuer_uid: uid.into(),
+        generation: 1,
+        secret_version: "1".into(),
+    };
+    let config = || ClientConfig::new("http://127.0.0.1:1", "l", AuthKey::from_hex("00").unwrap());
+    ctx.issuers
+        .signer
+        .clients
+        .get_or_build(key, fingerprint, config)
+        .unwrap();
+}
+
 #[tokio::test]
 async fn a_deleted_issuer_is_forgotten() {
     let ctx = context();
@@ -262,17 +277,7 @@ async fn a_deleted_issuer_is_forgotten() {
     kept.metadata.uid = Some("uid-kept".into());
     for issuer in [&gone, &kept] {
         let key = key(issuer);
-        let fingerprint = Fingerprint {
-            issuer_uid: issuer.uid().unwrap(),
-            generation: 1,
-            secret_version: "1".into(),
-        };
-        let config = || ClientConfig::new("http://127.0.0.1:1", "l", AuthKey::from_hex("00").unwrap());
-        ctx.issuers
-            .signer
-            .clients
-            .get_or_build(&key, fingerprint, config)
-            .unwrap();
+        build_client(&ctx, &key, &issuer.uid().unwrap());
         ctx.issuers.backoff.next(key.clone());
         generations.changed(issuer);
         let labels = CallLabels {
@@ -380,17 +385,7 @@ async fn a_relist_sweeps_issuers_of_its_kind_whose_delete_was_missed() {
     };
     let keys = ["Issuer/apps/live", "Issuer/apps/gone", "ClusterIssuer/other"];
     for key in keys {
-        let fingerprint = Fingerprint {
-            issuer_uid: key.into(),
-            generation: 1,
-            secret_version: "1".into(),
-        };
-        let config = || ClientConfig::new("http://127.0.0.1:1", "l", AuthKey::from_hex("00").unwrap());
-        ctx.issuers
-            .signer
-            .clients
-            .get_or_build(key, fingerprint, config)
-            .unwrap();
+        build_client(&ctx, key, key);
         ctx.issuers.backoff.next(key.to_string());
         ctx.shared.metrics.set_issuer_ready(key, true);
     }
