@@ -525,6 +525,24 @@ async fn killed_and_restarted_mid_run_loses_nothing() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Deleting a Ready issuer's credential Secret is noticed from the Secret watch at once, not at
+/// the next health check (an hour away here): one Secret watch feeds both issuer controllers,
+/// deletes included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_credential_secret_unreadies_its_issuer_at_once() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let _manager = Manager::start(env.options().arg("--health-check-interval").arg("1h")).await?;
+    env.create_issuer().await?;
+    env.wait_issuer_checked().await?;
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(env.client().clone(), &env.ns)
+        .delete("team-ca", &Default::default())
+        .await?;
+    let reason = "SecretNotFound";
+    objects::wait_issuer_reason(env.client(), Kind::Issuer, &env.ns, "team-ca", reason, WAIT).await
+}
+
 /// A Ready issuer is checked again at the health-check interval; once it is deleted, its timer
 /// stops: no more Secret reads, CA calls or status writes for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
