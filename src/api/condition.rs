@@ -1,10 +1,11 @@
 //! The conditions the manager writes, on any kind, and the `Ready` reasons of our issuers.
 //!
 //! [`Condition`] is `metav1.Condition` with the Go issuer's looser rules: only `type` and
-//! `status` are required, so every status the Go controller wrote still parses. It is what every
-//! controller applies; conditions read from cert-manager's kinds are
-//! [`crate::api::certmanager::Condition`]. Both are [`ConditionLike`], and one rule,
-//! [`Condition::with_transition_from`], carries a transition time over for all of them.
+//! `status` are required, so every status the Go controller wrote still parses. cert-manager's
+//! kinds have conditions of their own ([`crate::api::certmanager::CertificateRequestCondition`]
+//! has no `observedGeneration`). Every kind is [`ConditionLike`]; the ones the manager writes are
+//! [`WritableCondition`], whose one rule carries a transition time over and sets
+//! `observedGeneration` where the kind has it.
 //! Helpers are pure and take `now`, so transitions are testable without a clock.
 
 use std::fmt;
@@ -51,6 +52,44 @@ pub trait ConditionLike {
     fn type_(&self) -> &str;
     fn status(&self) -> &str;
     fn last_transition_time(&self) -> Option<&Time>;
+}
+
+/// A condition the manager writes: the one transition rule, for every kind.
+pub trait WritableCondition: ConditionLike + Sized {
+    fn set_last_transition_time(&mut self, time: Option<Time>);
+
+    /// Sets `observedGeneration` where this kind of condition has it; a no-op where not.
+    fn set_observed_generation(&mut self, generation: Option<i64>);
+
+    /// Keeps `previous`'s transition time when the status did not change: the time says when
+    /// the state began, not when it was last confirmed.
+    #[must_use]
+    fn with_transition_from(mut self, previous: Option<&impl ConditionLike>) -> Self {
+        if let Some(previous) = previous
+            && previous.type_() == self.type_()
+            && previous.status() == self.status()
+            && let Some(time) = previous.last_transition_time()
+        {
+            self.set_last_transition_time(Some(time.clone()));
+        }
+        self
+    }
+
+    /// Records the generation this condition was computed for, where the kind holds it.
+    #[must_use]
+    fn for_generation(mut self, generation: Option<i64>) -> Self {
+        self.set_observed_generation(generation);
+        self
+    }
+}
+
+impl WritableCondition for Condition {
+    fn set_last_transition_time(&mut self, time: Option<Time>) {
+        self.last_transition_time = time;
+    }
+    fn set_observed_generation(&mut self, generation: Option<i64>) {
+        self.observed_generation = generation;
+    }
 }
 
 impl ConditionLike for Condition {
@@ -136,20 +175,6 @@ impl Condition {
 
     pub fn is_true(&self) -> bool {
         self.status == ConditionStatus::True
-    }
-
-    /// Keeps `previous`'s transition time when the status did not change: the time says when
-    /// the state began, not when it was last confirmed. The one transition rule, for every
-    /// kind of condition.
-    pub fn with_transition_from(mut self, previous: Option<&impl ConditionLike>) -> Self {
-        if let Some(previous) = previous
-            && previous.type_() == self.type_
-            && previous.status() == self.status.as_str()
-            && let Some(time) = previous.last_transition_time()
-        {
-            self.last_transition_time = Some(time.clone());
-        }
-        self
     }
 }
 
@@ -355,11 +380,13 @@ mod tests {
     #[test]
     fn one_transition_rule_for_every_kind_of_condition() {
         use ConditionStatus::{False, True};
-        let theirs = |type_: &str, status: &str, since: Option<i64>| crate::api::certmanager::Condition {
-            type_: type_.into(),
-            status: status.into(),
-            last_transition_time: since.map(|s| Time(at(s))),
-            ..Default::default()
+        let theirs = |type_: &str, status: &str, since: Option<i64>| {
+            crate::api::certmanager::CertificateRequestCondition {
+                type_: type_.into(),
+                status: status.into(),
+                last_transition_time: since.map(|s| Time(at(s))),
+                ..Default::default()
+            }
         };
         // (row, previous written by cert-manager, new, transition time kept from)
         let cases = [

@@ -10,7 +10,9 @@ pub mod certmanager;
 mod condition;
 mod issuer;
 
-pub use condition::{Condition, ConditionLike, ConditionStatus, READY, ReadyReason, find_condition};
+pub use condition::{
+    Condition, ConditionLike, ConditionStatus, READY, ReadyReason, WritableCondition, find_condition,
+};
 pub use issuer::{
     AnyIssuer, ClusterIssuer, GROUP, Issuer, IssuerKind, IssuerSpec, IssuerStatus, VERSION, crds, crds_yaml,
     ready_condition,

@@ -7,7 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, IssuerRef, Unknown};
+use super::{CertificateCondition as Condition, IssuerRef, Unknown};
 
 /// The certificate wanted, where to keep it, and when to renew it.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -8,7 +8,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{Condition, IssuerRef, Unknown, bytes};
+use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes};
 
 /// What is asked of the issuer. Immutable after creation (cert-manager's webhook enforces it).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -25,6 +25,8 @@ pub use certificaterequest::*;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use crate::api::{ConditionLike, WritableCondition};
+
 /// cert-manager's API group; also the default of an empty `issuerRef.group`.
 pub const GROUP: &str = "cert-manager.io";
 
@@ -70,43 +72,76 @@ impl RequestReason {
     }
 }
 
-/// A condition on a CertificateRequest or Certificate, as cert-manager writes it. `status`
-/// stays a string and unknown fields are kept, so no value a newer cert-manager writes makes
-/// an object unreadable. CertificateRequest conditions never have `observedGeneration`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    /// `True`, `False` or `Unknown`.
-    pub status: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub reason: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<Time>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
-    #[serde(flatten)]
-    pub unknown: Unknown,
+/// The fields every cert-manager condition has, in one place for both kinds below.
+macro_rules! cert_manager_condition {
+    ($(#[$doc:meta])* $name:ident { $($(#[$fdoc:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            #[serde(rename = "type")]
+            pub type_: String,
+            /// `True`, `False` or `Unknown`; a string, so no value a newer cert-manager writes
+            /// makes an object unreadable.
+            pub status: String,
+            #[serde(default, skip_serializing_if = "String::is_empty")]
+            pub reason: String,
+            #[serde(default, skip_serializing_if = "String::is_empty")]
+            pub message: String,
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub last_transition_time: Option<Time>,
+            $($(#[$fdoc])* pub $field: $ty,)*
+            #[serde(flatten)]
+            pub unknown: Unknown,
+        }
+
+        impl $name {
+            pub fn is_true(&self) -> bool {
+                self.status == "True"
+            }
+        }
+
+        impl ConditionLike for $name {
+            fn type_(&self) -> &str {
+                &self.type_
+            }
+            fn status(&self) -> &str {
+                &self.status
+            }
+            fn last_transition_time(&self) -> Option<&Time> {
+                self.last_transition_time.as_ref()
+            }
+        }
+    };
 }
 
-impl Condition {
-    pub fn is_true(&self) -> bool {
-        self.status == "True"
+cert_manager_condition! {
+    /// A CertificateRequest condition. cert-manager's schema has no `observedGeneration` here.
+    CertificateRequestCondition {}
+}
+
+cert_manager_condition! {
+    /// A Certificate condition; `observedGeneration` is the generation it was computed for.
+    CertificateCondition {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub observed_generation: Option<i64>,
     }
 }
 
-impl crate::api::ConditionLike for Condition {
-    fn type_(&self) -> &str {
-        &self.type_
+impl WritableCondition for CertificateRequestCondition {
+    fn set_last_transition_time(&mut self, time: Option<Time>) {
+        self.last_transition_time = time;
     }
-    fn status(&self) -> &str {
-        &self.status
+    /// No such field in cert-manager's schema: nothing to set.
+    fn set_observed_generation(&mut self, _: Option<i64>) {}
+}
+
+impl WritableCondition for CertificateCondition {
+    fn set_last_transition_time(&mut self, time: Option<Time>) {
+        self.last_transition_time = time;
     }
-    fn last_transition_time(&self) -> Option<&Time> {
-        self.last_transition_time.as_ref()
+    fn set_observed_generation(&mut self, generation: Option<i64>) {
+        self.observed_generation = generation;
     }
 }
 

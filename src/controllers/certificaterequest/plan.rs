@@ -7,8 +7,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::decide::{Held, Outcome, RequestView, Step};
-use crate::api::certmanager::{CertificateRequest, RequestReason};
-use crate::api::{Condition, ConditionStatus, IssuerKind, READY};
+use crate::api::certmanager::{CertificateRequest, CertificateRequestCondition, RequestReason};
+use crate::api::{ConditionStatus, IssuerKind, READY, WritableCondition};
 use crate::controllers::events::{Notice, reason};
 use crate::controllers::plan::{Next, Plan};
 use crate::controllers::status::document;
@@ -243,14 +243,14 @@ pub fn ready_status(request: &RequestView, write: &ReadyWrite, now: Timestamp) -
     if unchanged && write.chain.is_none() && !write.failed {
         return None;
     }
-    let condition = Condition::new(
-        READY,
-        write.status,
-        write.reason.as_str(),
-        &write.message,
-        now,
-        None,
-    )
+    let condition = CertificateRequestCondition {
+        type_: READY.into(),
+        status: write.status.as_str().into(),
+        reason: write.reason.as_str().into(),
+        message: write.message.clone(),
+        last_transition_time: Some(Time(now)),
+        ..CertificateRequestCondition::default()
+    }
     .with_transition_from(previous);
     let mut status = json!({ "conditions": [condition] });
     if let Some(chain) = &write.chain {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::api::{AnyIssuer, Condition, READY, ReadyReason, find_condition};
+use crate::api::{AnyIssuer, Condition, READY, ReadyReason, WritableCondition, find_condition};
 use crate::cfssl::Error as CfsslError;
 use crate::controllers::events::Notice;
 use crate::controllers::plan::{Next, Plan};
@@ -73,8 +73,9 @@ pub fn plan<K: AnyIssuer>(
         .meta()
         .generation
         .filter(|_| writes_observed_generation(schema));
-    let condition =
-        Condition::ready(verdict.reason, &verdict.message, now, generation).with_transition_from(previous);
+    let condition = Condition::ready(verdict.reason, &verdict.message, now, None)
+        .for_generation(generation)
+        .with_transition_from(previous);
     let next = match verdict.retry {
         Retry::Interval => Next::After(interval),
         Retry::Backoff => Next::Backoff,
