@@ -1,7 +1,8 @@
-//! PKI helpers: CSR checks, certificate chains and their encodings.
+//! PKI helpers: CSR checks, certificate chains, private keys and their encodings.
 
 mod chain;
 mod csr;
+pub mod keys;
 mod signature;
 
 pub use chain::{Chain, ChainError, certificates_in, complete_chain};

@@ -1,0 +1,257 @@
+//! Private keys for Certificates: what a `privateKey` spec asks for, generating it with the one
+//! crypto provider (aws-lc-rs), PEM in the encoding `privateKey.encoding` asks, and any PEM a
+//! Secret may hold decoded back, so a stored key can be compared with the spec.
+//!
+//! cert-manager's rules: algorithm `RSA` (default), `ECDSA` or `Ed25519`; RSA 2048 (default) to
+//! 8192 bits, ECDSA 256 (default), 384 or 521, Ed25519 without a size. `PKCS1` (default) writes
+//! `RSA PRIVATE KEY` or SEC1 `EC PRIVATE KEY`; `PKCS8` writes `PRIVATE KEY`; Ed25519 is PKCS#8
+//! either way. aws-lc-rs generates RSA keys of 2048, 3072, 4096 and 8192 bits only.
+
+use aws_lc_rs::encoding::{AsDer, EcPrivateKeyRfc5915Der, Pkcs8V1Der};
+use aws_lc_rs::rsa::{self, KeySize};
+use aws_lc_rs::signature::{
+    ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, ECDSA_P521_SHA512_ASN1_SIGNING,
+    EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair,
+};
+
+use crate::api::certmanager::PrivateKey;
+
+/// A key algorithm and its size in bits (curve size for ECDSA; 0 for Ed25519).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KeySpec {
+    Rsa(u32),
+    Ecdsa(u32),
+    Ed25519,
+}
+
+/// How `tls.key` is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `RSA PRIVATE KEY` (PKCS#1) or `EC PRIVATE KEY` (SEC1); Ed25519 stays PKCS#8.
+    Pkcs1,
+    /// `PRIVATE KEY` (PKCS#8).
+    Pkcs8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("unsupported private key algorithm {0:?}: use RSA, ECDSA or Ed25519")]
+    UnknownAlgorithm(String),
+    #[error("RSA key size must be between 2048 and 8192, not {0}")]
+    RsaSize(i64),
+    #[error("ECDSA key size must be 256, 384 or 521, not {0}")]
+    EcdsaSize(i64),
+    #[error("unsupported private key encoding {0:?}: use PKCS1 or PKCS8")]
+    UnknownEncoding(String),
+    #[error("cannot generate an RSA key of {0} bits here: 2048, 3072, 4096 or 8192")]
+    CannotGenerate(u32),
+    #[error("key generation failed")]
+    Generation,
+    #[error("the private key is not PEM")]
+    NotPem,
+    #[error("no private key in the PEM (found {0:?})")]
+    NotAKey(String),
+    #[error("the {0} private key cannot be read")]
+    Unreadable(&'static str),
+}
+
+impl KeySpec {
+    /// The spec a Certificate's `privateKey` asks for, with cert-manager's defaults.
+    pub fn of(private_key: Option<&PrivateKey>) -> Result<Self, KeyError> {
+        let (algorithm, size) = private_key.map_or(("", 0), |k| (k.algorithm.as_str(), k.size));
+        match algorithm {
+            "" | "RSA" => match size {
+                0 => Ok(KeySpec::Rsa(2048)),
+                2048..=8192 => Ok(KeySpec::Rsa(
+                    u32::try_from(size).map_err(|_| KeyError::RsaSize(size))?,
+                )),
+                other => Err(KeyError::RsaSize(other)),
+            },
+            "ECDSA" => match size {
+                0 | 256 => Ok(KeySpec::Ecdsa(256)),
+                384 => Ok(KeySpec::Ecdsa(384)),
+                521 => Ok(KeySpec::Ecdsa(521)),
+                other => Err(KeyError::EcdsaSize(other)),
+            },
+            "Ed25519" => Ok(KeySpec::Ed25519),
+            other => Err(KeyError::UnknownAlgorithm(other.to_string())),
+        }
+    }
+}
+
+impl Encoding {
+    /// The encoding `privateKey.encoding` asks for; empty means PKCS1.
+    pub fn of(private_key: Option<&PrivateKey>) -> Result<Self, KeyError> {
+        match private_key.map_or("", |k| k.encoding.as_str()) {
+            "" | "PKCS1" => Ok(Encoding::Pkcs1),
+            "PKCS8" => Ok(Encoding::Pkcs8),
+            other => Err(KeyError::UnknownEncoding(other.to_string())),
+        }
+    }
+}
+
+/// A private key: what it is and its PKCS#8 DER.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Key {
+    pub spec: KeySpec,
+    pkcs8: Vec<u8>,
+}
+
+impl std::fmt::Debug for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key material.
+        f.debug_struct("Key")
+            .field("spec", &self.spec)
+            .finish_non_exhaustive()
+    }
+}
+
+fn curve(bits: u32) -> Option<&'static EcdsaSigningAlgorithm> {
+    match bits {
+        256 => Some(&ECDSA_P256_SHA256_ASN1_SIGNING),
+        384 => Some(&ECDSA_P384_SHA384_ASN1_SIGNING),
+        521 => Some(&ECDSA_P521_SHA512_ASN1_SIGNING),
+        _ => None,
+    }
+}
+
+impl Key {
+    /// A new key as `spec` asks.
+    pub fn generate(spec: KeySpec) -> Result<Self, KeyError> {
+        let pkcs8 = match spec {
+            KeySpec::Rsa(bits) => {
+                let size = match bits {
+                    2048 => KeySize::Rsa2048,
+                    3072 => KeySize::Rsa3072,
+                    4096 => KeySize::Rsa4096,
+                    8192 => KeySize::Rsa8192,
+                    other => return Err(KeyError::CannotGenerate(other)),
+                };
+                let key = rsa::KeyPair::generate(size).map_err(|_| KeyError::Generation)?;
+                pkcs8_of(&key)?
+            }
+            KeySpec::Ecdsa(bits) => {
+                let curve = curve(bits).ok_or(KeyError::EcdsaSize(i64::from(bits)))?;
+                let key = EcdsaKeyPair::generate(curve).map_err(|_| KeyError::Generation)?;
+                key.to_pkcs8v1()
+                    .map_err(|_| KeyError::Generation)?
+                    .as_ref()
+                    .to_vec()
+            }
+            KeySpec::Ed25519 => {
+                let key = Ed25519KeyPair::generate().map_err(|_| KeyError::Generation)?;
+                key.to_pkcs8v1()
+                    .map_err(|_| KeyError::Generation)?
+                    .as_ref()
+                    .to_vec()
+            }
+        };
+        Ok(Key { spec, pkcs8 })
+    }
+
+    /// The PKCS#8 DER (rcgen takes it to sign CSRs).
+    pub fn pkcs8_der(&self) -> &[u8] {
+        &self.pkcs8
+    }
+
+    /// PEM as `encoding` asks.
+    pub fn to_pem(&self, encoding: Encoding) -> Result<String, KeyError> {
+        let (tag, der) = match (encoding, self.spec) {
+            (Encoding::Pkcs8, _) | (_, KeySpec::Ed25519) => ("PRIVATE KEY", self.pkcs8.clone()),
+            (Encoding::Pkcs1, KeySpec::Rsa(_)) => (
+                "RSA PRIVATE KEY",
+                inner_private_key(&self.pkcs8).ok_or(KeyError::Unreadable("RSA"))?,
+            ),
+            (Encoding::Pkcs1, KeySpec::Ecdsa(bits)) => {
+                let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
+                let key = EcdsaKeyPair::from_pkcs8(curve, &self.pkcs8)
+                    .map_err(|_| KeyError::Unreadable("ECDSA"))?;
+                let sec1: EcPrivateKeyRfc5915Der<'_> = key
+                    .private_key()
+                    .as_der()
+                    .map_err(|_| KeyError::Unreadable("ECDSA"))?;
+                ("EC PRIVATE KEY", sec1.as_ref().to_vec())
+            }
+        };
+        Ok(super::pem_lf(&pem::Pem::new(tag, der)))
+    }
+
+    /// The key in `pem`: PKCS#1, SEC1 or PKCS#8, whichever the Secret holds.
+    pub fn from_pem(text: &[u8]) -> Result<Self, KeyError> {
+        let block = pem::parse(text).map_err(|_| KeyError::NotPem)?;
+        match block.tag() {
+            "RSA PRIVATE KEY" => {
+                let key =
+                    rsa::KeyPair::from_der(block.contents()).map_err(|_| KeyError::Unreadable("RSA"))?;
+                rsa_key(&key)
+            }
+            "EC PRIVATE KEY" => {
+                for bits in [256, 384, 521] {
+                    let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
+                    if let Ok(key) = EcdsaKeyPair::from_private_key_der(curve, block.contents()) {
+                        let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Unreadable("ECDSA"))?;
+                        return Ok(Key {
+                            spec: KeySpec::Ecdsa(bits),
+                            pkcs8: pkcs8.as_ref().to_vec(),
+                        });
+                    }
+                }
+                Err(KeyError::Unreadable("ECDSA"))
+            }
+            "PRIVATE KEY" => from_pkcs8(block.contents()),
+            other => Err(KeyError::NotAKey(other.to_string())),
+        }
+    }
+
+    /// Whether the key is what `spec` asks for (algorithm and size, as cert-manager compares).
+    pub fn matches(&self, spec: KeySpec) -> bool {
+        self.spec == spec
+    }
+}
+
+fn pkcs8_of(key: &rsa::KeyPair) -> Result<Vec<u8>, KeyError> {
+    let der: Pkcs8V1Der<'_> = key.as_der().map_err(|_| KeyError::Unreadable("RSA"))?;
+    Ok(der.as_ref().to_vec())
+}
+
+fn rsa_key(key: &rsa::KeyPair) -> Result<Key, KeyError> {
+    let bits = u32::try_from(key.public_modulus_len() * 8).map_err(|_| KeyError::Unreadable("RSA"))?;
+    Ok(Key {
+        spec: KeySpec::Rsa(bits),
+        pkcs8: pkcs8_of(key)?,
+    })
+}
+
+/// A PKCS#8 key of any of the three algorithms.
+fn from_pkcs8(der: &[u8]) -> Result<Key, KeyError> {
+    if let Ok(key) = rsa::KeyPair::from_pkcs8(der) {
+        return rsa_key(&key);
+    }
+    for bits in [256, 384, 521] {
+        let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
+        if EcdsaKeyPair::from_pkcs8(curve, der).is_ok() {
+            return Ok(Key {
+                spec: KeySpec::Ecdsa(bits),
+                pkcs8: der.to_vec(),
+            });
+        }
+    }
+    if Ed25519KeyPair::from_pkcs8_maybe_unchecked(der).is_ok() {
+        return Ok(Key {
+            spec: KeySpec::Ed25519,
+            pkcs8: der.to_vec(),
+        });
+    }
+    Err(KeyError::Unreadable("PKCS#8"))
+}
+
+/// The `privateKey` OCTET STRING of a PKCS#8 `PrivateKeyInfo`: for RSA, the PKCS#1 key.
+fn inner_private_key(pkcs8: &[u8]) -> Option<Vec<u8>> {
+    use x509_parser::der_parser::der::parse_der_sequence;
+    let (_, info) = parse_der_sequence(pkcs8).ok()?;
+    let fields = info.as_sequence().ok()?;
+    fields.get(2)?.as_slice().ok().map(<[u8]>::to_vec)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! Key specs, generation and every encoding, checked here and by openssl.
+
+use std::process::Command;
+
+use super::*;
+
+fn private_key(algorithm: &str, size: i64, encoding: &str) -> PrivateKey {
+    PrivateKey {
+        algorithm: algorithm.into(),
+        size,
+        encoding: encoding.into(),
+        ..PrivateKey::default()
+    }
+}
+
+#[rustfmt::skip]
+#[test]
+fn spec_table() {
+    let cases: Vec<(&str, i64, Result<KeySpec, &str>)> = vec![
+        ("", 0, Ok(KeySpec::Rsa(2048))),
+        ("RSA", 0, Ok(KeySpec::Rsa(2048))),
+        ("RSA", 3072, Ok(KeySpec::Rsa(3072))),
+        ("RSA", 2500, Ok(KeySpec::Rsa(2500))),
+        ("RSA", 8192, Ok(KeySpec::Rsa(8192))),
+        ("RSA", 1024, Err("RSA key size must be between 2048 and 8192, not 1024")),
+        ("RSA", 16384, Err("RSA key size must be between 2048 and 8192, not 16384")),
+        ("ECDSA", 0, Ok(KeySpec::Ecdsa(256))),
+        ("ECDSA", 384, Ok(KeySpec::Ecdsa(384))),
+        ("ECDSA", 521, Ok(KeySpec::Ecdsa(521))),
+        ("ECDSA", 512, Err("ECDSA key size must be 256, 384 or 521, not 512")),
+        ("Ed25519", 0, Ok(KeySpec::Ed25519)),
+        ("Ed25519", 4096, Ok(KeySpec::Ed25519)),
+        ("rsa", 0, Err("unsupported private key algorithm \"rsa\": use RSA, ECDSA or Ed25519")),
+    ];
+    for (algorithm, size, want) in cases {
+        let got = KeySpec::of(Some(&private_key(algorithm, size, ""))).map_err(|e| e.to_string());
+        assert_eq!(got, want.map_err(str::to_string), "{algorithm:?} {size}");
+    }
+    assert_eq!(KeySpec::of(None), Ok(KeySpec::Rsa(2048)), "no privateKey at all");
+}
+
+#[test]
+fn encoding_table() {
+    let cases = [
+        ("", Ok(Encoding::Pkcs1)),
+        ("PKCS1", Ok(Encoding::Pkcs1)),
+        ("PKCS8", Ok(Encoding::Pkcs8)),
+        ("pkcs8", Err(KeyError::UnknownEncoding("pkcs8".into()))),
+    ];
+    for (encoding, want) in cases {
+        assert_eq!(
+            Encoding::of(Some(&private_key("", 0, encoding))),
+            want,
+            "{encoding:?}"
+        );
+    }
+}
+
+/// What openssl says of a PEM private key: its type line (`Private-Key: (N bit...)` or the
+/// Ed25519 one).
+fn openssl_describes(pem: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.pem");
+    std::fs::write(&path, pem).unwrap();
+    let out = Command::new("openssl")
+        .args(["pkey", "-noout", "-text", "-in"])
+        .arg(&path)
+        .output()
+        .expect("openssl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().next().unwrap_or_default().trim().to_string()
+}
+
+#[test]
+fn every_key_in_every_encoding_round_trips_and_openssl_reads_it() {
+    use Encoding::{Pkcs1, Pkcs8};
+    // (spec, encoding, PEM tag, openssl's first line)
+    let cases = [
+        (
+            KeySpec::Rsa(2048),
+            Pkcs1,
+            "RSA PRIVATE KEY",
+            "Private-Key: (2048 bit, 2 primes)",
+        ),
+        (
+            KeySpec::Rsa(2048),
+            Pkcs8,
+            "PRIVATE KEY",
+            "Private-Key: (2048 bit, 2 primes)",
+        ),
+        (
+            KeySpec::Rsa(3072),
+            Pkcs1,
+            "RSA PRIVATE KEY",
+            "Private-Key: (3072 bit, 2 primes)",
+        ),
+        (
+            KeySpec::Rsa(4096),
+            Pkcs8,
+            "PRIVATE KEY",
+            "Private-Key: (4096 bit, 2 primes)",
+        ),
+        (
+            KeySpec::Rsa(8192),
+            Pkcs1,
+            "RSA PRIVATE KEY",
+            "Private-Key: (8192 bit, 2 primes)",
+        ),
+        (
+            KeySpec::Ecdsa(256),
+            Pkcs1,
+            "EC PRIVATE KEY",
+            "Private-Key: (256 bit)",
+        ),
+        (
+            KeySpec::Ecdsa(256),
+            Pkcs8,
+            "PRIVATE KEY",
+            "Private-Key: (256 bit)",
+        ),
+        (
+            KeySpec::Ecdsa(384),
+            Pkcs1,
+            "EC PRIVATE KEY",
+            "Private-Key: (384 bit)",
+        ),
+        (
+            KeySpec::Ecdsa(384),
+            Pkcs8,
+            "PRIVATE KEY",
+            "Private-Key: (384 bit)",
+        ),
+        (
+            KeySpec::Ecdsa(521),
+            Pkcs1,
+            "EC PRIVATE KEY",
+            "Private-Key: (521 bit)",
+        ),
+        (
+            KeySpec::Ecdsa(521),
+            Pkcs8,
+            "PRIVATE KEY",
+            "Private-Key: (521 bit)",
+        ),
+        (KeySpec::Ed25519, Pkcs1, "PRIVATE KEY", "ED25519 Private-Key:"),
+        (KeySpec::Ed25519, Pkcs8, "PRIVATE KEY", "ED25519 Private-Key:"),
+    ];
+    for (spec, encoding, tag, described) in cases {
+        let key = Key::generate(spec).unwrap();
+        let pem = key.to_pem(encoding).unwrap();
+        let row = format!("{spec:?} {encoding:?}");
+        assert_eq!(pem::parse(&pem).unwrap().tag(), tag, "{row}");
+        assert_eq!(openssl_describes(&pem), described, "{row}");
+        let back = Key::from_pem(pem.as_bytes()).unwrap();
+        assert_eq!(back, key, "{row}: decodes to the same key");
+        assert!(back.matches(spec), "{row}");
+    }
+}
+
+#[test]
+fn keys_openssl_writes_are_read() {
+    // (openssl genpkey arguments, output format flag, want)
+    let cases: [(&[&str], &[&str], KeySpec); 4] = [
+        (
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:3072"],
+            &[],
+            KeySpec::Rsa(3072),
+        ),
+        (
+            &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"],
+            &[],
+            KeySpec::Ecdsa(384),
+        ),
+        (&["-algorithm", "ED25519"], &[], KeySpec::Ed25519),
+        (&["-algorithm", "RSA"], &["-traditional"], KeySpec::Rsa(2048)),
+    ];
+    for (algorithm, format, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        let status = Command::new("openssl")
+            .arg("genpkey")
+            .args(algorithm)
+            .arg("-out")
+            .arg(&path)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl");
+        assert!(status.success());
+        let pem = if format.is_empty() {
+            std::fs::read(&path).unwrap()
+        } else {
+            let out = Command::new("openssl")
+                .args(["pkey", "-in"])
+                .arg(&path)
+                .args(format)
+                .output()
+                .expect("openssl");
+            out.stdout
+        };
+        assert_eq!(
+            Key::from_pem(&pem).map(|k| k.spec),
+            Ok(want),
+            "{algorithm:?} {format:?}"
+        );
+    }
+}
+
+#[test]
+fn what_is_not_a_key_says_so() {
+    let cases: [(&[u8], KeyError); 3] = [
+        (b"not pem", KeyError::NotPem),
+        (
+            b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+            KeyError::NotAKey("CERTIFICATE".into()),
+        ),
+        (
+            b"-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+            KeyError::Unreadable("RSA"),
+        ),
+    ];
+    for (pem, want) in cases {
+        assert_eq!(Key::from_pem(pem), Err(want));
+    }
+    assert_eq!(
+        Key::generate(KeySpec::Rsa(2500)),
+        Err(KeyError::CannotGenerate(2500))
+    );
+}
+
+#[test]
+fn a_key_matches_only_its_own_spec() {
+    let key = Key::generate(KeySpec::Ecdsa(256)).unwrap();
+    let cases = [
+        (KeySpec::Ecdsa(256), true),
+        (KeySpec::Ecdsa(384), false),
+        (KeySpec::Rsa(2048), false),
+        (KeySpec::Ed25519, false),
+    ];
+    for (spec, want) in cases {
+        assert_eq!(key.matches(spec), want, "{spec:?}");
+    }
+    assert!(
+        !format!("{key:?}").contains("pkcs8"),
+        "Debug never shows key material"
+    );
+}
