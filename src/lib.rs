@@ -4,6 +4,7 @@
 //! chains, `api` holds the Kubernetes types, `controllers` the reconcilers.
 
 pub mod api;
+pub mod certificates;
 pub mod cfssl;
 pub mod cli;
 pub mod clock;

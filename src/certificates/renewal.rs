@@ -1,0 +1,135 @@
+//! When a certificate is renewed, and how long a Certificate whose issuance failed waits before
+//! the next attempt, as cert-manager computes them.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// `spec.renewal.policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Renew `renewBefore` (or `renewBeforePercentage`, or a third of the lifetime) before
+    /// expiry. Also what an unset policy means.
+    RenewBefore,
+    /// Never renew, not even after expiry.
+    Disabled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenewalError {
+    #[error("unknown renewal policy {0:?}: use RenewBefore or Disabled")]
+    UnknownPolicy(String),
+    #[error("the certificate's notAfter is not after its notBefore")]
+    NoLifetime,
+}
+
+impl Policy {
+    pub fn parse(policy: Option<&str>) -> Result<Self, RenewalError> {
+        match policy.unwrap_or_default() {
+            "" | "RenewBefore" => Ok(Policy::RenewBefore),
+            "Disabled" => Ok(Policy::Disabled),
+            other => Err(RenewalError::UnknownPolicy(other.to_string())),
+        }
+    }
+}
+
+/// What a Certificate says about renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Renewal {
+    pub renew_before: Option<Duration>,
+    pub renew_before_percentage: Option<i32>,
+}
+
+/// The renewal time of a certificate valid from `not_before` to `not_after`, truncated to the
+/// second; `None` when the policy is `Disabled`.
+///
+/// `renewBefore` counts when it is positive and shorter than the lifetime; otherwise
+/// `renewBeforePercentage` when it is between 0 and 100 exclusive; otherwise a third of the
+/// lifetime (a `renewBefore` as long as the certificate silently falls through).
+pub fn renewal_time(
+    not_before: Timestamp,
+    not_after: Timestamp,
+    renewal: Renewal,
+    policy: Policy,
+) -> Result<Option<Timestamp>, RenewalError> {
+    if policy == Policy::Disabled {
+        return Ok(None);
+    }
+    let lifetime = not_after.duration_since(not_before);
+    if !lifetime.is_positive() {
+        return Err(RenewalError::NoLifetime);
+    }
+    let before = renewal
+        .renew_before
+        .and_then(|d| SignedDuration::try_from(d).ok())
+        .filter(|d| d.is_positive() && *d < lifetime)
+        .or_else(|| {
+            renewal
+                .renew_before_percentage
+                .filter(|p| (1..100).contains(p))
+                .map(|p| SignedDuration::from_secs_f64(lifetime.as_secs_f64() * f64::from(p) / 100.0))
+        })
+        .unwrap_or(lifetime / 3);
+    let at = not_after
+        .checked_sub(before)
+        .map_err(|_| RenewalError::NoLifetime)?;
+    // Truncated to the second, as cert-manager does.
+    Ok(Some(Timestamp::from_second(at.as_second()).unwrap_or(at)))
+}
+
+/// The least time after issuance before a renewal: multirootca backdates `notBefore` by five
+/// minutes, so with a short profile the default renewal point can already have passed when the
+/// certificate arrives, and the certificate would be renewed again at once, forever.
+pub const RENEWAL_FLOOR: Duration = Duration::from_secs(5 * 60);
+
+/// `renewal_time`, but never earlier than [`RENEWAL_FLOOR`] after `issued_at` (or half the
+/// validity left at issuance, when that is shorter), so a short-lived certificate cannot
+/// re-issue in a loop.
+pub fn guarded(renewal_time: Timestamp, issued_at: Timestamp, not_after: Timestamp) -> Timestamp {
+    let left = not_after.duration_since(issued_at);
+    let floor = SignedDuration::try_from(RENEWAL_FLOOR)
+        .unwrap_or(SignedDuration::MAX)
+        .min(left / 2)
+        .max(SignedDuration::ZERO);
+    let earliest = issued_at.checked_add(floor).unwrap_or(issued_at);
+    let earliest = Timestamp::from_second(earliest.as_second()).unwrap_or(earliest);
+    renewal_time.max(earliest)
+}
+
+/// Back-off after failed issuances: `min * 2^(attempts-1)`, at least `min` and at most `max`
+/// (`max` below `min` gives `min`); `None` when back-off is off (`min` zero).
+pub fn backoff_delay(attempts: Option<i64>, min: Duration, max: Duration) -> Option<Duration> {
+    if min.is_zero() {
+        return None;
+    }
+    let attempts = attempts.filter(|a| *a > 0).unwrap_or(1);
+    let doubled = u32::try_from(attempts - 1)
+        .ok()
+        .and_then(|shift| 2u32.checked_pow(shift))
+        .and_then(|factor| min.checked_mul(factor));
+    let delay = match doubled {
+        Some(d) if d <= max => d,
+        // Overflow or beyond the ceiling.
+        _ => max,
+    };
+    Some(delay.max(min))
+}
+
+/// How much longer a Certificate that last failed at `last_failure` waits before the next
+/// issuance; `None` when it need not wait.
+pub fn backoff_remaining(
+    last_failure: Timestamp,
+    now: Timestamp,
+    attempts: Option<i64>,
+    (min, max): (Duration, Duration),
+) -> Option<Duration> {
+    let delay = SignedDuration::try_from(backoff_delay(attempts, min, max)?).ok()?;
+    let waited = now.duration_since(last_failure);
+    let left = delay.checked_sub(waited)?;
+    left.is_positive()
+        .then(|| Duration::try_from(left).ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests;
