@@ -72,7 +72,7 @@ impl SecretFeed {
     /// Watches Secret metadata until the process ends, passing each change on.
     pub async fn run(self, client: kube::Client) {
         let api = Api::<SecretMeta>::all(client);
-        let subscribers = self.subscribers;
+        let subscribers = Arc::new(self.subscribers);
         watcher(api, watcher::Config::default())
             .default_backoff()
             .modify(|secret| {
@@ -85,7 +85,7 @@ impl SecretFeed {
                 async move {
                     let Ok(secret) = secret else { return };
                     let secret = Arc::new(secret);
-                    for tx in &subscribers {
+                    for tx in subscribers.iter() {
                         let _ = tx.send(secret.clone()).await;
                     }
                 }
@@ -125,7 +125,7 @@ pub fn drive<S: Stream + Send + 'static>(stream: S) -> BoxFuture<'static, ()> {
     stream.for_each(|_| future::ready(())).boxed()
 }
 
-/// Reflects `api` into `writer` with `inspect` seeing each event first.
+/// Reflects `api` into `writer`; `filter` sees each event first and may drop or change it.
 pub fn reflect<K>(
     api: Api<K>,
     writer: Writer<K>,
