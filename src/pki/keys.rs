@@ -41,6 +41,10 @@ pub enum KeyError {
     RsaSize(i64),
     #[error("ECDSA key size must be 256, 384 or 521, not {0}")]
     EcdsaSize(i64),
+    #[error("unknown signature algorithm {0:?}")]
+    UnknownSignatureAlgorithm(String),
+    #[error("signature algorithm {0} does not fit a {1} key")]
+    SignatureAlgorithmMismatch(String, &'static str),
     #[error("unsupported private key encoding {0:?}: use PKCS1 or PKCS8")]
     UnknownEncoding(String),
     #[error("cannot generate an RSA key of {0} bits here: 2048, 3072, 4096 or 8192")]
@@ -206,6 +210,86 @@ impl Key {
     /// Whether the key is what `spec` asks for (algorithm and size, as cert-manager compares).
     pub fn matches(&self, spec: KeySpec) -> bool {
         self.spec == spec
+    }
+}
+
+/// `spec.signatureAlgorithm`: how the CSR (and, CA permitting, the certificate) is signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureAlgorithm {
+    Sha256WithRsa,
+    Sha384WithRsa,
+    Sha512WithRsa,
+    EcdsaWithSha256,
+    EcdsaWithSha384,
+    EcdsaWithSha512,
+    PureEd25519,
+}
+
+impl SignatureAlgorithm {
+    const ALL: [(SignatureAlgorithm, &'static str); 7] = [
+        (Self::Sha256WithRsa, "SHA256WithRSA"),
+        (Self::Sha384WithRsa, "SHA384WithRSA"),
+        (Self::Sha512WithRsa, "SHA512WithRSA"),
+        (Self::EcdsaWithSha256, "ECDSAWithSHA256"),
+        (Self::EcdsaWithSha384, "ECDSAWithSHA384"),
+        (Self::EcdsaWithSha512, "ECDSAWithSHA512"),
+        (Self::PureEd25519, "PureEd25519"),
+    ];
+
+    /// cert-manager's default for a key: SHA-512 for RSA from 4096 bits and P-521, SHA-384 for
+    /// RSA from 3072 bits and P-384, else SHA-256; Ed25519 signs without a digest.
+    pub fn default_for(spec: KeySpec) -> Self {
+        match spec {
+            KeySpec::Rsa(bits) if bits >= 4096 => Self::Sha512WithRsa,
+            KeySpec::Rsa(bits) if bits >= 3072 => Self::Sha384WithRsa,
+            KeySpec::Rsa(_) => Self::Sha256WithRsa,
+            KeySpec::Ecdsa(521) => Self::EcdsaWithSha512,
+            KeySpec::Ecdsa(384) => Self::EcdsaWithSha384,
+            KeySpec::Ecdsa(_) => Self::EcdsaWithSha256,
+            KeySpec::Ed25519 => Self::PureEd25519,
+        }
+    }
+
+    /// The algorithm `signatureAlgorithm` names for a key of `spec` (its default when empty);
+    /// it must fit the key's algorithm.
+    pub fn of(name: &str, spec: KeySpec) -> Result<Self, KeyError> {
+        if name.is_empty() {
+            return Ok(Self::default_for(spec));
+        }
+        let algorithm = Self::ALL
+            .into_iter()
+            .find(|(_, n)| *n == name)
+            .map(|(a, _)| a)
+            .ok_or_else(|| KeyError::UnknownSignatureAlgorithm(name.to_string()))?;
+        let fits = matches!(
+            (algorithm, spec),
+            (
+                Self::Sha256WithRsa | Self::Sha384WithRsa | Self::Sha512WithRsa,
+                KeySpec::Rsa(_)
+            ) | (
+                Self::EcdsaWithSha256 | Self::EcdsaWithSha384 | Self::EcdsaWithSha512,
+                KeySpec::Ecdsa(_)
+            ) | (Self::PureEd25519, KeySpec::Ed25519)
+        );
+        if fits {
+            Ok(algorithm)
+        } else {
+            Err(KeyError::SignatureAlgorithmMismatch(
+                name.to_string(),
+                spec.algorithm(),
+            ))
+        }
+    }
+}
+
+impl KeySpec {
+    /// The algorithm's name as `privateKey.algorithm` spells it.
+    pub fn algorithm(self) -> &'static str {
+        match self {
+            KeySpec::Rsa(_) => "RSA",
+            KeySpec::Ecdsa(_) => "ECDSA",
+            KeySpec::Ed25519 => "Ed25519",
+        }
     }
 }
 

@@ -245,3 +245,30 @@ fn a_key_matches_only_its_own_spec() {
         "Debug never shows key material"
     );
 }
+
+#[rustfmt::skip]
+#[test]
+fn signature_algorithm_table() {
+    use SignatureAlgorithm::*;
+    let mismatch = |name: &str, key: &'static str| Err(KeyError::SignatureAlgorithmMismatch(name.into(), key));
+    // (row, signatureAlgorithm, key, want)
+    let cases = [
+        ("RSA 2048 default", "", KeySpec::Rsa(2048), Ok(Sha256WithRsa)),
+        ("RSA 3071 default", "", KeySpec::Rsa(3071), Ok(Sha256WithRsa)),
+        ("RSA 3072 default", "", KeySpec::Rsa(3072), Ok(Sha384WithRsa)),
+        ("RSA 4096 default", "", KeySpec::Rsa(4096), Ok(Sha512WithRsa)),
+        ("RSA 8192 default", "", KeySpec::Rsa(8192), Ok(Sha512WithRsa)),
+        ("P-256 default", "", KeySpec::Ecdsa(256), Ok(EcdsaWithSha256)),
+        ("P-384 default", "", KeySpec::Ecdsa(384), Ok(EcdsaWithSha384)),
+        ("P-521 default", "", KeySpec::Ecdsa(521), Ok(EcdsaWithSha512)),
+        ("Ed25519 default", "", KeySpec::Ed25519, Ok(PureEd25519)),
+        ("asked for, fits", "SHA512WithRSA", KeySpec::Rsa(2048), Ok(Sha512WithRsa)),
+        ("asked for, fits ECDSA", "ECDSAWithSHA384", KeySpec::Ecdsa(256), Ok(EcdsaWithSha384)),
+        ("RSA algorithm for an ECDSA key", "SHA256WithRSA", KeySpec::Ecdsa(256), mismatch("SHA256WithRSA", "ECDSA")),
+        ("Ed25519 algorithm for an RSA key", "PureEd25519", KeySpec::Rsa(2048), mismatch("PureEd25519", "RSA")),
+        ("unknown", "SHA1WithRSA", KeySpec::Rsa(2048), Err(KeyError::UnknownSignatureAlgorithm("SHA1WithRSA".into()))),
+    ];
+    for (row, name, spec, want) in cases {
+        assert_eq!(SignatureAlgorithm::of(name, spec), want, "{row}");
+    }
+}
