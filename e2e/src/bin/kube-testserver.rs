@@ -45,6 +45,9 @@ async fn main() -> anyhow::Result<()> {
         (false, Some(token)) => Auth::Token(token),
         (false, None) => defaults.auth.clone(),
     };
+    // Before the URL is printed: whoever reads it may send SIGTERM at once, and a signal that
+    // arrives before the handler kills the process instead of shutting it down.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let server = TestServer::start(Options {
         port: args.port,
         tls: !args.http,
@@ -60,7 +63,6 @@ async fn main() -> anyhow::Result<()> {
     out.flush()?;
     drop(out);
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
