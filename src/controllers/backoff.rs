@@ -34,7 +34,11 @@ impl<K: Eq + Hash> Backoff<K> {
     }
 
     /// Forget `key`: it succeeded or is gone.
-    pub fn reset(&self, key: &K) {
+    pub fn reset<Q>(&self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
         lock(&self.attempts).remove(key);
     }
 

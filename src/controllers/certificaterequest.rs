@@ -90,14 +90,14 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<RequestContext>) ->
     let decision = match decision.plan.next {
         Next::Work(Work::Sign(kind)) => {
             remember_before(&ctx, &uid, decision.memo);
-            match signing::sign(&cr, kind, &ctx).await {
+            match signing::sign(&cr, &uid, kind, &ctx).await {
                 Some(outcome) => plan::for_outcome(outcome, kind, &request, ctx.shared.now()),
                 None => return Ok(Action::await_change()),
             }
         }
         _ => decision,
     };
-    act(&cr, decision, &ctx).await
+    act(&cr, &uid, decision, &ctx).await
 }
 
 pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<RequestContext>) -> Action {
@@ -109,10 +109,14 @@ pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<RequestCo
 }
 
 /// Act: memory, writes, then the next move.
-async fn act(cr: &CertificateRequest, decision: Decision, ctx: &RequestContext) -> Result<Action, Error> {
-    let uid = request_key(cr);
+async fn act(
+    cr: &CertificateRequest,
+    uid: &str,
+    decision: Decision,
+    ctx: &RequestContext,
+) -> Result<Action, Error> {
     let Decision { plan, memo } = decision;
-    remember_before(ctx, &uid, memo);
+    remember_before(ctx, uid, memo);
     if let Next::Work(Work::RecheckIssuer(kind)) = plan.next {
         let _ = ctx.recheck.send(recheck_of(cr, kind));
     }
@@ -124,15 +128,15 @@ async fn act(cr: &CertificateRequest, decision: Decision, ctx: &RequestContext) 
     };
     let (written, next) = plans::execute(target, plan).await?;
     if memo.hold_written {
-        ctx.signings.saved(&uid, written);
+        ctx.signings.saved(uid, written);
     }
     if memo.window == Window::Close {
-        ctx.backoff.reset(&uid);
-        ctx.memory.settled(&uid);
+        ctx.backoff.reset(uid);
+        ctx.memory.settled(uid);
     }
     Ok(match next {
-        Next::Work(Work::RecheckIssuer(_)) => Action::requeue(ctx.backoff.next(uid)),
-        next => plans::requeue(&next, || ctx.backoff.next(uid)),
+        Next::Work(Work::RecheckIssuer(_)) => Action::requeue(ctx.backoff.next(uid.to_string())),
+        next => plans::requeue(&next, || ctx.backoff.next(uid.to_string())),
     })
 }
 

@@ -9,7 +9,6 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::RequestContext;
 use super::decide::{self, Held, Outcome, Signing};
-use super::observe::request_key;
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{AnyIssuer, IssuerKind};
 use crate::clock::lock;
@@ -98,19 +97,23 @@ impl Drop for Flight<'_> {
 
 /// Act: signs `cr` with the issuer of `kind` it names, once; `None` when a sign of it is in
 /// flight or done (its write brings the request back).
-pub async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &RequestContext) -> Option<Outcome> {
-    let uid = request_key(cr);
-    let flight = ctx.signings.begin(&uid)?;
+pub async fn sign(
+    cr: &CertificateRequest,
+    uid: &str,
+    kind: IssuerKind,
+    ctx: &RequestContext,
+) -> Option<Outcome> {
+    let flight = ctx.signings.begin(uid)?;
     let name = &cr.spec.issuer_ref.name;
     let outcome = match kind {
         IssuerKind::Issuer => {
             let ns = cr.namespace().unwrap_or_default();
             let found = ctx.issuers.get(&ObjectRef::new(name).within(&ns));
-            sign_with(cr, found.as_deref(), ctx).await
+            sign_with(cr, uid, found.as_deref(), ctx).await
         }
         IssuerKind::ClusterIssuer => {
             let found = ctx.cluster_issuers.get(&ObjectRef::new(name));
-            sign_with(cr, found.as_deref(), ctx).await
+            sign_with(cr, uid, found.as_deref(), ctx).await
         }
     };
     if let Outcome::Issued(chain) = &outcome {
@@ -122,6 +125,7 @@ pub async fn sign(cr: &CertificateRequest, kind: IssuerKind, ctx: &RequestContex
 /// Signs with `issuer` (from the cache), classifying every failure.
 async fn sign_with<K: AnyIssuer>(
     cr: &CertificateRequest,
+    uid: &str,
     issuer: Option<&K>,
     ctx: &RequestContext,
 ) -> Outcome {
@@ -148,7 +152,7 @@ async fn sign_with<K: AnyIssuer>(
         }
     };
     // The retry window starts at the first failed sign, not at creation.
-    let first_failure = ctx.memory.first_failure(&request_key(cr));
+    let first_failure = ctx.memory.first_failure(uid);
     let result = signer
         .timed(issuer, "sign", client.sign(&cr.spec.request.0))
         .await;
