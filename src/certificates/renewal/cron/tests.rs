@@ -145,3 +145,26 @@ fn bad_specs_are_refused_with_robfigs_words() {
         assert_eq!(error.to_string(), message, "{spec:?}");
     }
 }
+
+proptest::proptest! {
+    /// Every activation is strictly after the time asked about, on a whole minute, and is
+    /// itself what the search finds from just before it.
+    #[test]
+    fn next_is_strictly_later_on_a_minute_and_stable(
+        minute in 0u32..60,
+        hour_step in 1u32..24,
+        day in proptest::sample::select(vec!["*", "1", "15,30", "*/3"]),
+        weekday in proptest::sample::select(vec!["*", "0", "1-5", "sat"]),
+        zone in proptest::sample::select(vec!["", "Europe/London", "America/Sao_Paulo", "Australia/Lord_Howe"]),
+        after in 0i64..4_000_000_000,
+    ) {
+        let spec = format!("{minute} */{hour_step} {day} * {weekday}");
+        let schedule = Schedule::for_window(&spec, zone).unwrap();
+        let after = Timestamp::from_second(after).unwrap();
+        let next = schedule.next(after).unwrap();
+        proptest::prop_assert!(next > after, "{spec} in {zone:?}");
+        proptest::prop_assert_eq!(next.as_second() % 60, 0);
+        let again = schedule.next(next.checked_sub(jiff::SignedDuration::from_secs(1)).unwrap());
+        proptest::prop_assert_eq!(again, Some(next));
+    }
+}
