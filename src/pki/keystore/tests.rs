@@ -267,3 +267,168 @@ fn pkcs12_truststore_holds_the_ca_only() {
         );
     }
 }
+
+/// `keytool -list -v`: each alias with its entry type (and chain length for key entries), or
+/// `None` when keytool refused the store.
+fn keytool_list(path: &Path, password: &str, store_type: &str) -> Option<Vec<(String, String)>> {
+    let output = keytool(&[
+        "-list",
+        "-v",
+        "-keystore",
+        path.to_str().unwrap(),
+        "-storepass",
+        password,
+        "-storetype",
+        store_type,
+    ]);
+    if !output.status.success() {
+        return None;
+    }
+    let listing = text(&output);
+    let mut entries = Vec::new();
+    for section in listing.split("Alias name: ").skip(1) {
+        let alias = section.lines().next().unwrap().to_string();
+        let field = |name: &str| {
+            section
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .map(str::to_string)
+        };
+        let mut kind = field("Entry type: ").unwrap();
+        if let Some(length) = field("Certificate chain length: ") {
+            kind = format!("{kind} of {length}");
+        }
+        entries.push((alias, kind));
+    }
+    Some(entries)
+}
+
+fn keytool(args: &[&str]) -> Output {
+    Command::new("keytool")
+        .args(args)
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .unwrap_or_else(|e| panic!("keytool must be installed: {e}"))
+}
+
+fn entries(list: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
+    Some(
+        list.iter()
+            .map(|(alias, kind)| ((*alias).to_string(), (*kind).to_string()))
+            .collect(),
+    )
+}
+
+/// Java recovers the key from the JKS store (Sun's KeyProtector, the entry password being the
+/// store password) into a PKCS#12 store that openssl then opens: the key that comes out.
+fn key_through_java(f: &Fixture, jks: &Path, password: &str, alias: &str) -> Key {
+    let p12 = f.dir.path().join("from-java.p12");
+    let _ = std::fs::remove_file(&p12);
+    let output = keytool(&[
+        "-importkeystore",
+        "-noprompt",
+        "-srckeystore",
+        jks.to_str().unwrap(),
+        "-srcstoretype",
+        "JKS",
+        "-srcstorepass",
+        password,
+        "-srcalias",
+        alias,
+        "-destkeystore",
+        p12.to_str().unwrap(),
+        "-deststoretype",
+        "PKCS12",
+        "-deststorepass",
+        PASSWORD,
+    ]);
+    assert!(output.status.success(), "keytool -importkeystore: {}", text(&output));
+    let info = openssl_info(&p12, PASSWORD, false).unwrap();
+    assert_eq!(blocks(&info, "CERTIFICATE"), f.chain, "the key entry's chain");
+    let keys = blocks(&info, "PRIVATE KEY");
+    Key::from_pem(pem::encode(&pem::Pem::new("PRIVATE KEY", keys[0].clone())).as_bytes()).unwrap()
+}
+
+fn jks_keystore_for(spec: KeySpec) {
+    let f = fixture(spec);
+    let created = Timestamp::from_second(1_700_000_000).unwrap();
+    let two_cas = vec![f.ca[0].clone(), f.chain[1].clone()];
+    let store = jks_keystore(&f.key, &f.chain, &two_cas, PASSWORD, None, created).unwrap();
+    let path = f.write("keystore.jks", &store);
+    let want = entries(&[
+        ("ca", "trustedCertEntry"),
+        ("ca-1", "trustedCertEntry"),
+        ("certificate", "PrivateKeyEntry of 2"),
+    ]);
+    let mut listed = keytool_list(&path, PASSWORD, "JKS");
+    if let Some(list) = listed.as_mut() {
+        list.sort();
+    }
+    assert_eq!(listed, want, "{spec:?}");
+    assert_eq!(keytool_list(&path, "wrong-pass", "JKS"), None, "{spec:?}: a wrong password opens it");
+    assert_eq!(key_through_java(&f, &path, PASSWORD, "certificate"), f.key, "{spec:?}");
+}
+
+#[test]
+fn jks_keystore_rsa() {
+    jks_keystore_for(KeySpec::Rsa(2048));
+}
+
+#[test]
+fn jks_keystore_ecdsa() {
+    for bits in [256, 384, 521] {
+        jks_keystore_for(KeySpec::Ecdsa(bits));
+    }
+}
+
+#[test]
+fn jks_keystore_ed25519() {
+    jks_keystore_for(KeySpec::Ed25519);
+}
+
+#[test]
+fn jks_alias_password_and_no_ca() {
+    let f = fixture(KeySpec::Ecdsa(256));
+    let password = "pässwörd-€";
+    let created = Timestamp::UNIX_EPOCH;
+    let store = jks_keystore(&f.key, &f.chain, &[], password, Some("My-Key"), created).unwrap();
+    let path = f.write("keystore.jks", &store);
+    let listed = keytool_list(&path, password, "JKS");
+    assert_eq!(listed, entries(&[("my-key", "PrivateKeyEntry of 2")]), "Java lower-cases JKS aliases");
+    assert_eq!(key_through_java(&f, &path, password, "my-key"), f.key);
+    let err = jks_keystore(&f.key, &f.chain, &[], password, Some(""), created).unwrap_err();
+    assert_eq!(err.to_string(), "the JKS alias must not be empty");
+    let err = jks_keystore(&f.key, &[], &f.ca, password, None, created).unwrap_err();
+    assert_eq!(err.to_string(), "no certificate to put in the keystore");
+}
+
+#[test]
+fn jks_truststore_holds_the_ca_only() {
+    let f = fixture(KeySpec::Ecdsa(256));
+    let two_cas = vec![f.ca[0].clone(), f.chain[1].clone()];
+    let store = jks_truststore(&two_cas, PASSWORD, Timestamp::UNIX_EPOCH).unwrap().unwrap();
+    let path = f.write("truststore.jks", &store);
+    let want = entries(&[("ca", "trustedCertEntry"), ("ca-1", "trustedCertEntry")]);
+    assert_eq!(keytool_list(&path, PASSWORD, "JKS"), want);
+    assert_eq!(keytool_list(&path, "wrong-pass", "JKS"), None);
+}
+
+/// Java 17 reads every PKCS#12 profile written here: the key entry, and the truststore's
+/// certificates as trusted entries (named by their friendlyName, lower-cased).
+#[test]
+fn pkcs12_stores_open_in_java() {
+    let f = fixture(KeySpec::Rsa(2048));
+    for (profile, ..) in profile_table() {
+        let store = pkcs12_keystore(&f.key, &f.chain, &f.ca, PASSWORD, profile).unwrap();
+        let path = f.write("keystore.p12", &store);
+        let listed = keytool_list(&path, PASSWORD, "PKCS12").unwrap();
+        let kinds: Vec<&str> = listed.iter().map(|(_, kind)| kind.as_str()).collect();
+        assert_eq!(kinds, ["PrivateKeyEntry of 3"], "{profile:?}: {listed:?}");
+        assert_eq!(keytool_list(&path, "wrong-pass", "PKCS12"), None, "{profile:?}");
+
+        let store = pkcs12_truststore(&f.ca, PASSWORD, profile).unwrap().unwrap();
+        let path = f.write("truststore.p12", &store);
+        let want = entries(&[("cn=root ca", "trustedCertEntry")]);
+        assert_eq!(keytool_list(&path, PASSWORD, "PKCS12"), want, "{profile:?}");
+    }
+}
