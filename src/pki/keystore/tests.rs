@@ -432,3 +432,24 @@ fn pkcs12_stores_open_in_java() {
         assert_eq!(keytool_list(&path, PASSWORD, "PKCS12"), want, "{profile:?}");
     }
 }
+
+/// openssl reads a non-ASCII password as UTF-8: BMP code units for the PKCS#12 KDF (legacy
+/// profiles and every MAC), UTF-8 bytes for PBKDF2 (Modern2023).
+#[test]
+fn pkcs12_non_ascii_password() {
+    let f = fixture(KeySpec::Ecdsa(256));
+    let password = "pässwörd-€";
+    for (profile, ..) in profile_table() {
+        let store = pkcs12_keystore(&f.key, &f.chain, &f.ca, password, profile).unwrap();
+        let path = f.write("keystore.p12", &store);
+        let legacy = profile != Pkcs12Profile::Modern2023;
+        let info = openssl_info(&path, password, legacy).unwrap_or_else(|| panic!("{profile:?}"));
+        assert_eq!(blocks(&info, "PRIVATE KEY").len(), 1, "{profile:?}");
+        assert!(openssl_info(&path, "passwörd-€", legacy).is_none(), "{profile:?}");
+    }
+    let err = pkcs12_keystore(&f.key, &f.chain, &f.ca, "emoji \u{1F511}", Pkcs12Profile::LegacyRc2);
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "the keystore password has a character outside Unicode's Basic Multilingual Plane"
+    );
+}
