@@ -94,6 +94,8 @@ pub enum KeystoreError {
     Certificate(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
     #[error("the JKS alias must not be empty")]
     EmptyAlias,
+    #[error("the JKS alias {0:?} is the name of a CA certificate entry (ca, ca-1, ...)")]
+    AliasTaken(String),
     #[error("a keystore entry is too large for the JKS format")]
     TooLarge,
     #[error("encoding the keystore failed")]

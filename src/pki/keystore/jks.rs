@@ -48,10 +48,15 @@ pub(super) fn keystore(
     if alias.is_empty() {
         return Err(KeystoreError::EmptyAlias);
     }
+    // Java keeps one entry per alias; cert-manager's library would let a CA replace the key.
+    let alias = alias.to_lowercase();
+    if (0..ca.len()).any(|index| ca_alias(index) == alias) {
+        return Err(KeystoreError::AliasTaken(alias));
+    }
     let password = utf16be(password);
     let mut out = Writer::header(1 + ca.len())?;
     out.u32(PRIVATE_KEY_ENTRY);
-    out.utf(&alias.to_lowercase())?;
+    out.utf(&alias)?;
     out.time(created);
     out.bytes(&protect(pkcs8, &password)?)?;
     out.u32(u32::try_from(chain.len()).map_err(|_| KeystoreError::TooLarge)?);

@@ -342,7 +342,11 @@ fn key_through_java(f: &Fixture, jks: &Path, password: &str, alias: &str) -> Key
         "-deststorepass",
         PASSWORD,
     ]);
-    assert!(output.status.success(), "keytool -importkeystore: {}", text(&output));
+    assert!(
+        output.status.success(),
+        "keytool -importkeystore: {}",
+        text(&output)
+    );
     let info = openssl_info(&p12, PASSWORD, false).unwrap();
     assert_eq!(blocks(&info, "CERTIFICATE"), f.chain, "the key entry's chain");
     let keys = blocks(&info, "PRIVATE KEY");
@@ -365,8 +369,16 @@ fn jks_keystore_for(spec: KeySpec) {
         list.sort();
     }
     assert_eq!(listed, want, "{spec:?}");
-    assert_eq!(keytool_list(&path, "wrong-pass", "JKS"), None, "{spec:?}: a wrong password opens it");
-    assert_eq!(key_through_java(&f, &path, PASSWORD, "certificate"), f.key, "{spec:?}");
+    assert_eq!(
+        keytool_list(&path, "wrong-pass", "JKS"),
+        None,
+        "{spec:?}: a wrong password opens it"
+    );
+    assert_eq!(
+        key_through_java(&f, &path, PASSWORD, "certificate"),
+        f.key,
+        "{spec:?}"
+    );
 }
 
 #[test]
@@ -394,10 +406,18 @@ fn jks_alias_password_and_no_ca() {
     let store = jks_keystore(&f.key, &f.chain, &[], password, Some("My-Key"), created).unwrap();
     let path = f.write("keystore.jks", &store);
     let listed = keytool_list(&path, password, "JKS");
-    assert_eq!(listed, entries(&[("my-key", "PrivateKeyEntry of 2")]), "Java lower-cases JKS aliases");
+    assert_eq!(
+        listed,
+        entries(&[("my-key", "PrivateKeyEntry of 2")]),
+        "Java lower-cases JKS aliases"
+    );
     assert_eq!(key_through_java(&f, &path, password, "my-key"), f.key);
     let err = jks_keystore(&f.key, &f.chain, &[], password, Some(""), created).unwrap_err();
     assert_eq!(err.to_string(), "the JKS alias must not be empty");
+    let err = jks_keystore(&f.key, &f.chain, &f.ca, password, Some("CA"), created).unwrap_err();
+    let want = "the JKS alias \"ca\" is the name of a CA certificate entry (ca, ca-1, ...)";
+    assert_eq!(err.to_string(), want);
+    assert!(jks_keystore(&f.key, &f.chain, &[], password, Some("ca"), created).is_ok());
     let err = jks_keystore(&f.key, &[], &f.ca, password, None, created).unwrap_err();
     assert_eq!(err.to_string(), "no certificate to put in the keystore");
 }
@@ -406,7 +426,9 @@ fn jks_alias_password_and_no_ca() {
 fn jks_truststore_holds_the_ca_only() {
     let f = fixture(KeySpec::Ecdsa(256));
     let two_cas = vec![f.ca[0].clone(), f.chain[1].clone()];
-    let store = jks_truststore(&two_cas, PASSWORD, Timestamp::UNIX_EPOCH).unwrap().unwrap();
+    let store = jks_truststore(&two_cas, PASSWORD, Timestamp::UNIX_EPOCH)
+        .unwrap()
+        .unwrap();
     let path = f.write("truststore.jks", &store);
     let want = entries(&[("ca", "trustedCertEntry"), ("ca-1", "trustedCertEntry")]);
     assert_eq!(keytool_list(&path, PASSWORD, "JKS"), want);
@@ -447,7 +469,13 @@ fn pkcs12_non_ascii_password() {
         assert_eq!(blocks(&info, "PRIVATE KEY").len(), 1, "{profile:?}");
         assert!(openssl_info(&path, "passwörd-€", legacy).is_none(), "{profile:?}");
     }
-    let err = pkcs12_keystore(&f.key, &f.chain, &f.ca, "emoji \u{1F511}", Pkcs12Profile::LegacyRc2);
+    let err = pkcs12_keystore(
+        &f.key,
+        &f.chain,
+        &f.ca,
+        "emoji \u{1F511}",
+        Pkcs12Profile::LegacyRc2,
+    );
     assert_eq!(
         err.unwrap_err().to_string(),
         "the keystore password has a character outside Unicode's Basic Multilingual Plane"
