@@ -3,6 +3,7 @@
 mod chain;
 mod csr;
 pub mod keys;
+pub mod request;
 mod signature;
 pub mod subject;
 
