@@ -1,4 +1,6 @@
-//! PKI helpers: CSR checks, certificate chains, private keys and their encodings.
+//! PKI helpers: CSR checks, certificate chains, private keys and their encodings, and the CSR
+//! a Certificate spec asks for: its subject (`subject`, byte for byte as cert-manager's Go code
+//! writes it) and the signed request with its extensions (`request`).
 
 mod chain;
 mod csr;
