@@ -199,6 +199,28 @@ mod ber {
 
     const EOF: &str = "unexpected EOF";
 
+    /// The string checks go-asn1-ber makes while reading (UTF8String, PrintableString,
+    /// IA5String), with its messages; positions are byte offsets, as Go's `range` gives them.
+    fn check_string(tag: u64, content: &[u8]) -> Result<(), String> {
+        let text = String::from_utf8_lossy(content);
+        match tag {
+            12 if std::str::from_utf8(content).is_err() => Err("invalid UTF-8 string".to_string()),
+            19 => match text.char_indices().find(|(_, c)| !printable(*c)) {
+                Some((i, _)) => Err(format!("invalid character in position {i}")),
+                None => Ok(()),
+            },
+            22 => match text.char_indices().find(|(_, c)| u32::from(*c) >= 0x7f) {
+                Some((i, c)) => Err(format!("invalid character for IA5String at pos {i}: {c}")),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    fn printable(c: char) -> bool {
+        c.is_ascii_alphanumeric() || "'()+,-.=/:? ".contains(c)
+    }
+
     impl Reader<'_> {
         fn byte(&mut self) -> Result<u8, String> {
             let byte = *self.data.get(self.pos).ok_or(EOF)?;
@@ -207,15 +229,24 @@ mod ber {
         }
 
         /// Identifier octets: class and tag bits of the first, more octets for a high tag.
-        fn identifier(&mut self) -> Result<(u8, bool, u64), String> {
-            let first = self.byte()?;
+        fn identifier(&mut self, depth: usize) -> Result<(u8, bool, u64), String> {
+            // An empty value at the top is plain EOF to go-asn1-ber, not an unexpected one.
+            let first = match self.byte() {
+                Err(_) if depth == 0 => return Err("EOF".to_string()),
+                other => other?,
+            };
             let mut tag = u64::from(first & 0x1f);
             if tag == 0x1f {
                 tag = 0;
-                loop {
+                for count in 1.. {
                     let byte = self.byte()?;
-                    tag =
-                        tag.checked_mul(128).ok_or("high-tag-number tag overflow")? | u64::from(byte & 0x7f);
+                    tag = tag << 7 | u64::from(byte & 0x7f);
+                    if count == 1 && tag == 0 {
+                        return Err("invalid first high-tag-number tag byte".to_string());
+                    }
+                    if count > 9 {
+                        return Err("high-tag-number tag overflow".to_string());
+                    }
                     if byte & 0x80 == 0 {
                         break;
                     }
@@ -252,7 +283,7 @@ mod ber {
             if depth >= MAX_DEPTH {
                 return Err(format!("nesting depth {depth} exceeds maximum {MAX_DEPTH}"));
             }
-            let (class, constructed, tag) = self.identifier()?;
+            let (class, constructed, tag) = self.identifier(depth)?;
             let length = self.length()?;
             if constructed {
                 self.children(length, depth)?;
@@ -265,9 +296,8 @@ mod ber {
             let end = self.pos.checked_add(length).ok_or(EOF)?;
             let content = self.data.get(self.pos..end).ok_or(EOF)?.to_vec();
             self.pos = end;
-            // UTF8String content must be UTF-8 (go-asn1-ber checks it while reading).
-            if class == 0 && tag == 12 && std::str::from_utf8(&content).is_err() {
-                return Err("invalid UTF-8 string".to_string());
+            if class == 0 {
+                check_string(tag, &content)?;
             }
             Ok(Element {
                 end_of_contents: class == 0 && tag == 0 && content.is_empty(),

@@ -128,6 +128,20 @@ fn literal_subject_errors_have_the_go_messages() {
             "failed to decode BER encoding: invalid UTF-8 string",
         ),
         (
+            "CN=#1303612a62",
+            "failed to decode BER encoding: invalid character in position 1",
+        ),
+        (
+            "CN=#1602c3a9",
+            "failed to decode BER encoding: invalid character for IA5String at pos 0: é",
+        ),
+        ("CN=#", "failed to decode BER encoding: EOF"),
+        ("CN=#0c05616263", "failed to decode BER encoding: unexpected EOF"),
+        (
+            "CN=#1f0001",
+            "failed to decode BER encoding: invalid first high-tag-number tag byte",
+        ),
+        (
             "CN=#0480",
             "failed to decode BER encoding: indefinite length used with primitive type",
         ),
