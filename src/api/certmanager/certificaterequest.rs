@@ -1,16 +1,19 @@
 //! `CertificateRequest`: one CSR for one issuer, signed at most once.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
-use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes};
+use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes, usages};
 
 /// What is asked of the issuer. Immutable after creation (cert-manager's webhook enforces it).
+// Clippy reads the repeated `type_ = "string"` of the printer columns as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "cert-manager.io",
@@ -20,7 +23,36 @@ use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes}
     status = "CertificateRequestStatus",
     derive = "PartialEq",
     shortname = "cr",
-    shortname = "crs"
+    shortname = "crs",
+    category = "cert-manager",
+    schema = "manual",
+    printcolumn(
+        name = "Approved",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Approved")].status"#
+    ),
+    printcolumn(
+        name = "Denied",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Denied")].status"#
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Ready")].status"#
+    ),
+    printcolumn(name = "Issuer", type_ = "string", json_path = ".spec.issuerRef.name"),
+    printcolumn(name = "Requester", type_ = "string", json_path = ".spec.username"),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        priority = 1,
+        json_path = r#".status.conditions[?(@.type == "Ready")].message"#
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    selectable = ".spec.issuerRef.group",
+    selectable = ".spec.issuerRef.kind",
+    selectable = ".spec.issuerRef.name"
 )]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRequestSpec {
@@ -35,6 +67,7 @@ pub struct CertificateRequestSpec {
     pub is_ca: bool,
     /// Key usages; cert-manager means `digital signature` and `key encipherment` when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "usages")]
     pub usages: Vec<String>,
     /// Who created the request; set by cert-manager's webhook, never by clients.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -46,6 +79,7 @@ pub struct CertificateRequestSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Vec<String>>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
@@ -53,8 +87,10 @@ pub struct CertificateRequestSpec {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRequestStatus {
-    /// `Ready` (ours to write), `Approved`/`Denied` (the approver's), `InvalidRequest`.
+    /// `Ready` (ours to write), `Approved`/`Denied` (the approver's), `InvalidRequest`; one
+    /// per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// PEM leaf certificate followed by its chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +104,22 @@ pub struct CertificateRequestStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_time: Option<Time>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
+}
+
+impl JsonSchema for CertificateRequest {
+    fn schema_name() -> Cow<'static, str> {
+        "CertificateRequest".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        crate::api::issuer::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
+            generator,
+            "One request for a signed certificate from one issuer (cert-manager.io/v1); \
+             its spec is immutable and it succeeds or fails once.",
+        )
+    }
 }
 
 impl CertificateRequestStatus {
