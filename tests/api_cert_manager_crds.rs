@@ -277,8 +277,9 @@ fn issuer_ref_kind_and_group_have_no_default() {
     assert_eq!(defaults(ours.pointer(SCHEMA).unwrap()), [".spec.issuerRef.kind"]);
 }
 
-/// (5) Installable: structural, no `$ref`, no unknown fields kept (the server prunes, as with
-/// cert-manager's CRDs), `spec` optional at the root as in theirs.
+/// (5) Installable: structural, no `$ref`; as in cert-manager's CRDs, unknown fields and nulls
+/// are pruned by the server rather than kept (no `x-kubernetes-preserve-unknown-fields`, no
+/// `nullable`), and `spec` is optional at the root.
 #[test]
 fn generated_crds_are_structural() {
     for (ours, file) in pairs() {
@@ -287,7 +288,12 @@ fn generated_crds_are_structural() {
         structural_problems(schema, "", &mut problems);
         assert!(problems.is_empty(), "{file}: {problems:?}");
         let text = serde_json::to_string(&ours).unwrap();
-        for absent in ["$ref", "definitions", "x-kubernetes-preserve-unknown-fields"] {
+        for absent in [
+            "$ref",
+            "definitions",
+            "x-kubernetes-preserve-unknown-fields",
+            "nullable",
+        ] {
             assert!(!text.contains(absent), "{file}: {absent}");
         }
         assert!(schema.get("required").is_none(), "{file}");

@@ -415,7 +415,7 @@ impl JsonSchema for Certificate {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        crate::api::issuer::root_schema::<CertificateSpec, CertificateStatus>(
+        super::root_schema::<CertificateSpec, CertificateStatus>(
             generator,
             "A certificate cert-manager keeps issued and renewed in a Secret (cert-manager.io/v1).",
         )

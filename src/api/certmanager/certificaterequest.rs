@@ -114,7 +114,7 @@ impl JsonSchema for CertificateRequest {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        crate::api::issuer::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
+        super::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
             generator,
             "One request for a signed certificate from one issuer (cert-manager.io/v1); \
              its spec is immutable and it succeeds or fails once.",

@@ -165,6 +165,44 @@ pub fn cert_manager_crds_yaml() -> Result<String, serde_saphyr::SerializeError> 
     crate::api::issuer::yaml_stream(&cert_manager_crds())
 }
 
+/// The root schema of a cert-manager kind: `issuer::root_schema` without `null` in
+/// any field's type, so no `nullable` reaches the CRD. cert-manager's CRDs have none: an explicit
+/// `null` is pruned by the API server, never stored, and reads as absent.
+fn root_schema<Spec: JsonSchema, Status: JsonSchema>(
+    generator: &mut SchemaGenerator,
+    description: &str,
+) -> Schema {
+    let mut schema = crate::api::issuer::root_schema::<Spec, Status>(generator, description);
+    if let Some(object) = schema.as_object_mut() {
+        drop_null(object);
+    }
+    schema
+}
+
+/// Takes `null` out of the type of `node` and of every schema below it.
+fn drop_null(node: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    node.remove("nullable");
+    if let Some(Value::Array(types)) = node.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            node.insert("type".into(), only);
+        }
+    }
+    let properties = node.get_mut("properties").and_then(Value::as_object_mut);
+    for child in properties.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(child) = child.as_object_mut() {
+            drop_null(child);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(Value::Object(child)) = node.get_mut(key) {
+            drop_null(child);
+        }
+    }
+}
+
 /// Fields of an object that these types do not model, kept verbatim.
 pub type Unknown = BTreeMap<String, serde_json::Value>;
 
