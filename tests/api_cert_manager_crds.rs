@@ -88,7 +88,7 @@ fn field_walk_reports_what_is_missing_or_stricter() {
             r#"v1 schema .spec.privateKey.size: type Some(String("string")), theirs Some(String("integer"))"#,
             |s| {
                 s["properties"]["spec"]["properties"]["privateKey"]["properties"]["size"]["type"] =
-                    json!("string")
+                    json!("string");
             },
         ),
         (
@@ -96,7 +96,7 @@ fn field_walk_reports_what_is_missing_or_stricter() {
             r#"v1 schema .spec.privateKey.size: format "int64" added"#,
             |s| {
                 s["properties"]["spec"]["properties"]["privateKey"]["properties"]["size"]["format"] =
-                    json!("int64")
+                    json!("int64");
             },
         ),
         (
@@ -104,7 +104,7 @@ fn field_walk_reports_what_is_missing_or_stricter() {
             r#"v1 schema .spec.usages[]: enum ["signing","digital signature"] is stricter than theirs Some(Array"#,
             |s| {
                 s["properties"]["spec"]["properties"]["usages"]["items"]["enum"] =
-                    json!(["signing", "digital signature"])
+                    json!(["signing", "digital signature"]);
             },
         ),
         (
@@ -114,7 +114,7 @@ fn field_walk_reports_what_is_missing_or_stricter() {
         ),
         (
             REQUESTS,
-            r".status.conditions: x-kubernetes-list-type atomic, theirs map",
+            "v1 schema .status.conditions: x-kubernetes-list-type atomic, theirs map",
             |s| {
                 let conditions = &mut s["properties"]["status"]["properties"]["conditions"];
                 conditions
@@ -131,7 +131,7 @@ fn field_walk_reports_what_is_missing_or_stricter() {
         mutate(ours.pointer_mut(SCHEMA).unwrap());
         let problems = crd_level_problems(&theirs, &ours);
         assert!(
-            problems.iter().any(|p| p.starts_with(want) || p.ends_with(want)),
+            problems.iter().any(|p| p.starts_with(want)),
             "{file}: want {want:?}, got {problems:#?}"
         );
     }
@@ -410,7 +410,7 @@ fn ours_rejects_what_cert_managers_rejects() {
     let rows: [Break; 5] = [
         ("usage", |d| d["spec"]["usages"] = json!(["server auth", "web"])),
         ("algorithm", |d| {
-            d["spec"]["privateKey"]["algorithm"] = json!("DSA")
+            d["spec"]["privateKey"]["algorithm"] = json!("DSA");
         }),
         ("isCA", |d| d["spec"]["isCA"] = json!("yes")),
         ("issuerRef.name", |d| {
