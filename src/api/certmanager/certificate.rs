@@ -59,6 +59,7 @@ pub struct CertificateSpec {
     /// The Secret that receives `tls.crt`, `tls.key` and `ca.crt`.
     pub secret_name: String,
     pub issuer_ref: IssuerRef,
+    /// Subject common name (CN).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub common_name: String,
     /// RFC 4514 subject, used instead of `commonName` and `subject`.
@@ -66,14 +67,19 @@ pub struct CertificateSpec {
     pub literal_subject: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subject: Option<X509Subject>,
+    /// DNS subject alternative names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dns_names: Vec<String>,
+    /// IP address subject alternative names (IPv4 or IPv6).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ip_addresses: Vec<String>,
+    /// URI subject alternative names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub uris: Vec<String>,
+    /// Email address subject alternative names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub email_addresses: Vec<String>,
+    /// `otherName` subject alternative names (OID and UTF-8 value).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_names: Vec<OtherName>,
     /// Go duration; cert-manager's default is 90 days.
@@ -85,18 +91,24 @@ pub struct CertificateSpec {
     /// Renew when this percentage of the lifetime is left.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renew_before_percentage: Option<i32>,
+    /// Renewal policy and the time windows renewals may start in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub renewal: Option<Renewal>,
+    /// Ask for a CA certificate (basic constraints `CA:TRUE`; adds `cert sign`).
     #[serde(default, rename = "isCA", skip_serializing_if = "std::ops::Not::not")]
     pub is_ca: bool,
+    /// Key usages and extended key usages; `digital signature` and `key encipherment`
+    /// when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "usages")]
     pub usages: Vec<String>,
     /// Whether usages go into the CSR; cert-manager means `true` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encode_usages_in_request: Option<bool>,
+    /// The private key: algorithm, size, encoding and when to rotate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private_key: Option<PrivateKey>,
+    /// Signature algorithm the issuer is asked to use; from the key when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     #[schemars(extend("enum" = [
         "SHA256WithRSA",
@@ -108,15 +120,19 @@ pub struct CertificateSpec {
         "PureEd25519",
     ]))]
     pub signature_algorithm: String,
+    /// Annotations and labels to put on the Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_template: Option<SecretTemplate>,
+    /// Extra keystores (JKS, PKCS#12) to write into the Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keystores: Option<Keystores>,
     /// CertificateRequests kept per Certificate; 1 when absent (cert-manager ≥ 1.18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history_limit: Option<i32>,
+    /// Extra encodings of the key and certificate to write into the Secret.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub additional_output_formats: Vec<AdditionalOutputFormat>,
+    /// X.509 name constraints, for a CA certificate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name_constraints: Option<NameConstraints>,
     #[serde(flatten)]
@@ -124,23 +140,32 @@ pub struct CertificateSpec {
     pub unknown: Unknown,
 }
 
+/// Subject fields besides the common name.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct X509Subject {
+    /// Organizations (O).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub organizations: Vec<String>,
+    /// Countries (C).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub countries: Vec<String>,
+    /// Organizational units (OU).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub organizational_units: Vec<String>,
+    /// Localities or cities (L).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub localities: Vec<String>,
+    /// States or provinces (ST).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provinces: Vec<String>,
+    /// Street addresses (STREET).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub street_addresses: Vec<String>,
+    /// Postal codes (POSTALCODE).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub postal_codes: Vec<String>,
+    /// Subject serial number (SERIALNUMBER), not the certificate's serial.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub serial_number: String,
     #[serde(flatten)]

@@ -63,6 +63,7 @@ pub struct CertificateRequestSpec {
     /// Requested lifetime as a Go duration (`2160h0m0s`); absent means cert-manager's 90 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
+    /// Ask for a CA certificate; must agree with the CSR's basic constraints, if it has them.
     #[serde(default, rename = "isCA", skip_serializing_if = "std::ops::Not::not")]
     pub is_ca: bool,
     /// Key usages; cert-manager means `digital signature` and `key encipherment` when empty.
@@ -72,10 +73,13 @@ pub struct CertificateRequestSpec {
     /// Who created the request; set by cert-manager's webhook, never by clients.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// UID of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// Groups of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// Extra attributes of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Vec<String>>,
     #[serde(flatten)]
