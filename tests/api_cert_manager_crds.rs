@@ -360,6 +360,54 @@ fn cert_manager_manifests_are_valid_and_round_trip() {
     }
 }
 
+/// Both CRDs, like cert-manager's, accept an object without `spec` (cert-manager's webhook, which
+/// refuses it, does not run in standalone mode). It must read as an empty spec rather than fail,
+/// or one such object would break a watch of the whole kind.
+#[test]
+fn objects_without_spec_are_accepted_and_read_as_empty_specs() {
+    let [(certificates, _), (requests, _)] = pairs();
+    let (their_certificates, their_requests) = (load_crd(CERTIFICATES), load_crd(REQUESTS));
+    for (kind, ours, theirs) in [
+        ("Certificate", &certificates, &their_certificates),
+        ("CertificateRequest", &requests, &their_requests),
+    ] {
+        let doc = json!({
+            "apiVersion": "cert-manager.io/v1",
+            "kind": kind,
+            "metadata": {"name": "empty", "namespace": "default"},
+        });
+        for crd in [theirs, ours] {
+            let mut problems = Vec::new();
+            validate(version_schema(crd, "v1"), &doc, "", &mut problems);
+            assert!(problems.is_empty(), "{kind}: {problems:?}");
+        }
+        let mut with_null = doc.clone();
+        with_null["spec"] = Value::Null;
+        for doc in [doc, with_null] {
+            match kind {
+                "Certificate" => {
+                    let cert: Certificate = serde_json::from_value(doc).unwrap();
+                    assert_eq!(cert.spec, Default::default());
+                }
+                _ => {
+                    let cr: CertificateRequest = serde_json::from_value(doc).unwrap();
+                    assert_eq!(cr.spec, Default::default());
+                }
+            }
+        }
+    }
+    let yaml = "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata:\n  name: empty\n";
+    let cert: Certificate = serde_saphyr::from_str(yaml).unwrap();
+    assert_eq!(cert.spec.secret_name, "");
+    // A spec that is there is read as before: its required fields stay required.
+    let partial = json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": {"name": "partial"}, "spec": {"dnsNames": ["a.example"]},
+    });
+    let err = serde_json::from_value::<Certificate>(partial).unwrap_err();
+    assert_eq!(err.to_string(), "missing field `secretName`");
+}
+
 /// Every field path a set of documents sets (map keys of `additionalProperties` folded).
 fn used_paths(schema: &Value, value: &Value, path: &str, out: &mut BTreeSet<String>) {
     out.insert(path.to_string());

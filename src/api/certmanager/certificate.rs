@@ -13,7 +13,7 @@ use super::{CertificateCondition as Condition, IssuerRef, Unknown, integer, usag
 /// The certificate wanted, where to keep it, and when to renew it.
 // Clippy reads the repeated `type_ = "string"` of the printer columns as duplicated attributes.
 #[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cert-manager.io",
     version = "v1",
@@ -54,7 +54,10 @@ use super::{CertificateCondition as Condition, IssuerRef, Unknown, integer, usag
     selectable = ".spec.issuerRef.kind",
     selectable = ".spec.issuerRef.name"
 )]
-#[serde(rename_all = "camelCase")]
+// `remote = "Self"` turns the derives into inherent functions, wrapped by `optional_spec!` so
+// that an absent `spec` reads as an empty one.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct CertificateSpec {
     /// The Secret that receives `tls.crt`, `tls.key` and `ca.crt`.
     pub secret_name: String,
@@ -139,6 +142,8 @@ pub struct CertificateSpec {
     #[schemars(skip)]
     pub unknown: Unknown,
 }
+
+super::optional_spec!(CertificateSpec);
 
 /// Subject fields besides the common name.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

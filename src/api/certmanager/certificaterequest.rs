@@ -14,7 +14,7 @@ use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes,
 /// What is asked of the issuer. Immutable after creation (cert-manager's webhook enforces it).
 // Clippy reads the repeated `type_ = "string"` of the printer columns as duplicated attributes.
 #[allow(clippy::duplicated_attributes)]
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cert-manager.io",
     version = "v1",
@@ -54,7 +54,10 @@ use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes,
     selectable = ".spec.issuerRef.kind",
     selectable = ".spec.issuerRef.name"
 )]
-#[serde(rename_all = "camelCase")]
+// `remote = "Self"` turns the derives into inherent functions, wrapped by `optional_spec!` so
+// that an absent `spec` reads as an empty one.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct CertificateRequestSpec {
     /// The PEM `CERTIFICATE REQUEST`, decoded from the base64 of the JSON.
     #[schemars(schema_with = "bytes")]
@@ -86,6 +89,8 @@ pub struct CertificateRequestSpec {
     #[schemars(skip)]
     pub unknown: Unknown,
 }
+
+super::optional_spec!(CertificateRequestSpec);
 
 /// What the issuer (and the approver) answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

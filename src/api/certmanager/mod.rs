@@ -203,6 +203,34 @@ fn drop_null(node: &mut serde_json::Map<String, serde_json::Value>) {
     }
 }
 
+/// `Serialize`/`Deserialize` for a spec derived with `#[serde(remote = "Self")]`, reading an
+/// absent or `null` spec as the default one. The CRDs (cert-manager's and ours) do not require
+/// `spec`, and without cert-manager's webhook nothing else refuses such an object: it must not
+/// break a watch of the whole kind. Validation then reports the empty spec.
+macro_rules! optional_spec {
+    ($spec:ident) => {
+        impl serde::Serialize for $spec {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                $spec::serialize(self, serializer)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $spec {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                fn inherent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<$spec, D::Error> {
+                    $spec::deserialize(d)
+                }
+                #[derive(serde::Deserialize)]
+                #[serde(transparent)]
+                struct Present(#[serde(deserialize_with = "inherent")] $spec);
+                let spec = Option::<Present>::deserialize(deserializer)?;
+                Ok(spec.map(|p| p.0).unwrap_or_default())
+            }
+        }
+    };
+}
+use optional_spec;
+
 /// Fields of an object that these types do not model, kept verbatim.
 pub type Unknown = BTreeMap<String, serde_json::Value>;
 
