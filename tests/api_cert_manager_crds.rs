@@ -11,7 +11,9 @@ use std::process::Command;
 
 use api_common::{crd_level_problems, load_crd, structural_problems, validate, version_schema};
 use cfssl_issuer::api;
-use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
+use cfssl_issuer::api::certmanager::{
+    Certificate, CertificateRequest, CertificateRequestSpec, CertificateSpec,
+};
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 
@@ -387,11 +389,11 @@ fn objects_without_spec_are_accepted_and_read_as_empty_specs() {
             match kind {
                 "Certificate" => {
                     let cert: Certificate = serde_json::from_value(doc).unwrap();
-                    assert_eq!(cert.spec, Default::default());
+                    assert_eq!(cert.spec, CertificateSpec::default());
                 }
                 _ => {
                     let cr: CertificateRequest = serde_json::from_value(doc).unwrap();
-                    assert_eq!(cr.spec, Default::default());
+                    assert_eq!(cr.spec, CertificateRequestSpec::default());
                 }
             }
         }
