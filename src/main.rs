@@ -19,11 +19,19 @@ enum Command {
     /// Run the controllers against the cluster in KUBECONFIG or in-cluster (the default).
     Run(manager::RunArgs),
     /// Print the Issuer and ClusterIssuer CRDs as YAML.
-    Crd,
+    Crd(CrdArgs),
     /// Check that a CFSSL CA accepts a label, profile and key (health + credential probe).
     Check(cli::CfsslArgs),
     /// Sign a CSR with a CFSSL CA and print the PEM chain.
     Sign(cli::SignArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CrdArgs {
+    /// Print cert-manager's Certificate and CertificateRequest CRDs instead (generated from this
+    /// manager's types, for a cluster without cert-manager).
+    #[arg(long)]
+    cert_manager: bool,
 }
 
 #[tokio::main]
@@ -33,16 +41,23 @@ async fn main() -> ExitCode {
     match cli.command {
         None => manager::run(cli.run).await,
         Some(Command::Run(args)) => manager::run(args).await,
-        Some(Command::Crd) => match cfssl_issuer::api::crds_yaml() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
+        Some(Command::Crd(args)) => {
+            let yaml = if args.cert_manager {
+                cfssl_issuer::api::cert_manager_crds_yaml()
+            } else {
+                cfssl_issuer::api::crds_yaml()
+            };
+            match yaml {
+                Ok(yaml) => {
+                    print!("{yaml}");
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("cannot print the CRDs: {err}");
+                    ExitCode::FAILURE
+                }
             }
-            Err(err) => {
-                eprintln!("cannot print the CRDs: {err}");
-                ExitCode::FAILURE
-            }
-        },
+        }
         Some(Command::Check(args)) => {
             cfssl_issuer::telemetry::init_cli_logging();
             cli::check(args).await

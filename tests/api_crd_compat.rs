@@ -5,7 +5,7 @@
 
 mod api_common;
 
-use api_common::{Walk, compare, load_crd, structural_problems, validate, version_schema};
+use api_common::{crd_level_problems, load_crd, structural_problems, validate, version_schema};
 use cfssl_issuer::api::{self, ClusterIssuer, Issuer, IssuerSpec};
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
@@ -21,81 +21,6 @@ fn ours() -> [(Value, &'static str); 2] {
             GO_CLUSTER_ISSUERS,
         ),
     ]
-}
-
-/// Names, scope, versions and subresources of `theirs` that `ours` must keep.
-fn crd_level_problems(theirs: &Value, ours: &Value) -> Vec<String> {
-    let mut problems = Vec::new();
-    let (t, o) = (&theirs["spec"], &ours["spec"]);
-    for field in ["group", "scope"] {
-        if t[field] != o[field] {
-            problems.push(format!("spec.{field}: {} vs {}", o[field], t[field]));
-        }
-    }
-    for name in ["kind", "plural", "singular"] {
-        if t["names"][name] != o["names"][name] {
-            problems.push(format!(
-                "names.{name}: {} vs {}",
-                o["names"][name], t["names"][name]
-            ));
-        }
-    }
-    // The API server defaults listKind to `<kind>List`.
-    let list_kind = o["names"]
-        .get("listKind")
-        .cloned()
-        .unwrap_or_else(|| json!(format!("{}List", o["names"]["kind"].as_str().unwrap())));
-    if t["names"].get("listKind").is_some_and(|l| *l != list_kind) {
-        problems.push(format!(
-            "names.listKind: {list_kind} vs {}",
-            t["names"]["listKind"]
-        ));
-    }
-    for list in ["shortNames", "categories"] {
-        for name in t["names"][list].as_array().into_iter().flatten() {
-            if !o["names"][list].as_array().is_some_and(|l| l.contains(name)) {
-                problems.push(format!("names.{list}: {name} dropped"));
-            }
-        }
-    }
-    if t["metadata"]["name"] != o["metadata"]["name"] {
-        problems.push(format!(
-            "metadata.name: {} vs {}",
-            o["metadata"]["name"], t["metadata"]["name"]
-        ));
-    }
-    for their_version in t["versions"].as_array().unwrap() {
-        let name = their_version["name"].as_str().unwrap();
-        let Some(our_version) = o["versions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["name"] == name)
-        else {
-            problems.push(format!("version {name} missing"));
-            continue;
-        };
-        for flag in ["served", "storage"] {
-            if their_version[flag] == json!(true) && our_version[flag] != json!(true) {
-                problems.push(format!("version {name}: not {flag}"));
-            }
-        }
-        if their_version["subresources"].get("status").is_some()
-            && our_version["subresources"].get("status").is_none()
-        {
-            problems.push(format!("version {name}: no status subresource"));
-        }
-        let mut schema_problems = Vec::new();
-        compare(
-            version_schema(theirs, name),
-            version_schema(ours, name),
-            "",
-            Walk::TheirsInOurs,
-            &mut schema_problems,
-        );
-        problems.extend(schema_problems.into_iter().map(|p| format!("{name} schema {p}")));
-    }
-    problems
 }
 
 #[test]

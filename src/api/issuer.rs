@@ -116,10 +116,13 @@ pub struct IssuerStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// The root schema shared by both kinds: kube's derive would require `spec`, which the Go CRD
-/// does not, so it is written here (with the implicit `apiVersion`/`kind`/`metadata`, as
-/// controller-gen does).
-fn root_schema(generator: &mut SchemaGenerator, description: &str) -> Schema {
+/// The root schema shared by both kinds (and cert-manager's kinds): kube's derive would require
+/// `spec`, which the Go CRD does not, so it is written here (with the implicit
+/// `apiVersion`/`kind`/`metadata`, as controller-gen does).
+pub(super) fn root_schema<Spec: JsonSchema, Status: JsonSchema>(
+    generator: &mut SchemaGenerator,
+    description: &str,
+) -> Schema {
     json_schema!({
         "description": description,
         "type": "object",
@@ -127,8 +130,8 @@ fn root_schema(generator: &mut SchemaGenerator, description: &str) -> Schema {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
             "metadata": {"type": "object"},
-            "spec": generator.subschema_for::<IssuerSpec>(),
-            "status": generator.subschema_for::<IssuerStatus>(),
+            "spec": generator.subschema_for::<Spec>(),
+            "status": generator.subschema_for::<Status>(),
         },
     })
 }
@@ -139,7 +142,7 @@ impl JsonSchema for Issuer {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        root_schema(
+        root_schema::<IssuerSpec, IssuerStatus>(
             generator,
             "A CFSSL CA that signs cert-manager CertificateRequests of its own namespace.",
         )
@@ -236,7 +239,7 @@ impl JsonSchema for ClusterIssuer {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        root_schema(generator, CLUSTER_ISSUER_DESCRIPTION)
+        root_schema::<IssuerSpec, IssuerStatus>(generator, CLUSTER_ISSUER_DESCRIPTION)
     }
 }
 
@@ -373,8 +376,12 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 
 /// Both CRDs as one multi-document YAML stream, each document opened by `---`.
 pub fn crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
-    crds()
-        .iter()
+    yaml_stream(&crds())
+}
+
+/// CRDs as one multi-document YAML stream, each document opened by `---`.
+pub(super) fn yaml_stream(crds: &[CustomResourceDefinition]) -> Result<String, serde_saphyr::SerializeError> {
+    crds.iter()
         .map(|crd| Ok(format!("---\n{}", serde_saphyr::to_string(crd)?)))
         .collect()
 }

@@ -4,12 +4,14 @@
 //!   and [`IssuerKind`] let the controllers treat both through one code path.
 //! - [`Condition`] (with its one transition rule) and [`ReadyReason`] keep `status.conditions` honest.
 //! - [`certmanager`] holds the cert-manager kinds we read and whose status we write.
-//! - [`crds_yaml`] prints our two CRDs (the `crd` subcommand).
+//! - [`crds_yaml`] prints our two CRDs (the `crd` subcommand); [`cert_manager_crds_yaml`] prints
+//!   cert-manager's `Certificate` and `CertificateRequest` CRDs from our types (`crd --cert-manager`).
 
 pub mod certmanager;
 mod condition;
 mod issuer;
 
+pub use certmanager::{cert_manager_crds, cert_manager_crds_yaml};
 pub use condition::{
     Condition, ConditionLike, ConditionStatus, READY, ReadyReason, WritableCondition, find_condition,
 };

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `tests/data/crds`: the reference CRDs this repository carries (see the README there).
 pub fn crd_dir() -> PathBuf {
@@ -33,6 +33,81 @@ pub fn version_schema<'a>(crd: &'a Value, version: &str) -> &'a Value {
         .get("schema")
         .and_then(|s| s.get("openAPIV3Schema"))
         .expect("a schema")
+}
+
+/// Names, scope, versions and subresources of `theirs` that `ours` must keep.
+pub fn crd_level_problems(theirs: &Value, ours: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let (t, o) = (&theirs["spec"], &ours["spec"]);
+    for field in ["group", "scope"] {
+        if t[field] != o[field] {
+            problems.push(format!("spec.{field}: {} vs {}", o[field], t[field]));
+        }
+    }
+    for name in ["kind", "plural", "singular"] {
+        if t["names"][name] != o["names"][name] {
+            problems.push(format!(
+                "names.{name}: {} vs {}",
+                o["names"][name], t["names"][name]
+            ));
+        }
+    }
+    // The API server defaults listKind to `<kind>List`.
+    let list_kind = o["names"]
+        .get("listKind")
+        .cloned()
+        .unwrap_or_else(|| json!(format!("{}List", o["names"]["kind"].as_str().unwrap())));
+    if t["names"].get("listKind").is_some_and(|l| *l != list_kind) {
+        problems.push(format!(
+            "names.listKind: {list_kind} vs {}",
+            t["names"]["listKind"]
+        ));
+    }
+    for list in ["shortNames", "categories"] {
+        for name in t["names"][list].as_array().into_iter().flatten() {
+            if !o["names"][list].as_array().is_some_and(|l| l.contains(name)) {
+                problems.push(format!("names.{list}: {name} dropped"));
+            }
+        }
+    }
+    if t["metadata"]["name"] != o["metadata"]["name"] {
+        problems.push(format!(
+            "metadata.name: {} vs {}",
+            o["metadata"]["name"], t["metadata"]["name"]
+        ));
+    }
+    for their_version in t["versions"].as_array().unwrap() {
+        let name = their_version["name"].as_str().unwrap();
+        let Some(our_version) = o["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+        else {
+            problems.push(format!("version {name} missing"));
+            continue;
+        };
+        for flag in ["served", "storage"] {
+            if their_version[flag] == json!(true) && our_version[flag] != json!(true) {
+                problems.push(format!("version {name}: not {flag}"));
+            }
+        }
+        if their_version["subresources"].get("status").is_some()
+            && our_version["subresources"].get("status").is_none()
+        {
+            problems.push(format!("version {name}: no status subresource"));
+        }
+        let mut schema_problems = Vec::new();
+        compare(
+            version_schema(theirs, name),
+            version_schema(ours, name),
+            "",
+            Walk::TheirsInOurs,
+            &mut schema_problems,
+        );
+        problems.extend(schema_problems.into_iter().map(|p| format!("{name} schema {p}")));
+    }
+    problems
 }
 
 /// Which side's properties must exist on the other.

@@ -1,17 +1,20 @@
 //! `CertificateRequest`: one CSR for one issuer, signed at most once.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 
-use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes};
+use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes, usages};
 
 /// What is asked of the issuer. Immutable after creation (cert-manager's webhook enforces it).
-#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+// Clippy reads the repeated `type_ = "string"` of the printer columns as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "cert-manager.io",
     version = "v1",
@@ -20,9 +23,41 @@ use super::{CertificateRequestCondition as Condition, IssuerRef, Unknown, bytes}
     status = "CertificateRequestStatus",
     derive = "PartialEq",
     shortname = "cr",
-    shortname = "crs"
+    shortname = "crs",
+    category = "cert-manager",
+    schema = "manual",
+    printcolumn(
+        name = "Approved",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Approved")].status"#
+    ),
+    printcolumn(
+        name = "Denied",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Denied")].status"#
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type == "Ready")].status"#
+    ),
+    printcolumn(name = "Issuer", type_ = "string", json_path = ".spec.issuerRef.name"),
+    printcolumn(name = "Requester", type_ = "string", json_path = ".spec.username"),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        priority = 1,
+        json_path = r#".status.conditions[?(@.type == "Ready")].message"#
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    selectable = ".spec.issuerRef.group",
+    selectable = ".spec.issuerRef.kind",
+    selectable = ".spec.issuerRef.name"
 )]
-#[serde(rename_all = "camelCase")]
+// `remote = "Self"` turns the derives into inherent functions, wrapped by `optional_spec!` so
+// that an absent `spec` reads as an empty one.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", remote = "Self")]
 pub struct CertificateRequestSpec {
     /// The PEM `CERTIFICATE REQUEST`, decoded from the base64 of the JSON.
     #[schemars(schema_with = "bytes")]
@@ -31,30 +66,40 @@ pub struct CertificateRequestSpec {
     /// Requested lifetime as a Go duration (`2160h0m0s`); absent means cert-manager's 90 days.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
+    /// Ask for a CA certificate; must agree with the CSR's basic constraints, if it has them.
     #[serde(default, rename = "isCA", skip_serializing_if = "std::ops::Not::not")]
     pub is_ca: bool,
     /// Key usages; cert-manager means `digital signature` and `key encipherment` when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "usages")]
     pub usages: Vec<String>,
     /// Who created the request; set by cert-manager's webhook, never by clients.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub username: String,
+    /// UID of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub uid: String,
+    /// Groups of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// Extra attributes of the user who created the request; set like `username`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Vec<String>>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
+
+super::optional_spec!(CertificateRequestSpec);
 
 /// What the issuer (and the approver) answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CertificateRequestStatus {
-    /// `Ready` (ours to write), `Approved`/`Denied` (the approver's), `InvalidRequest`.
+    /// `Ready` (ours to write), `Approved`/`Denied` (the approver's), `InvalidRequest`; one
+    /// per type.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     /// PEM leaf certificate followed by its chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,7 +113,22 @@ pub struct CertificateRequestStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_time: Option<Time>,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
+}
+
+impl JsonSchema for CertificateRequest {
+    fn schema_name() -> Cow<'static, str> {
+        "CertificateRequest".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        super::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
+            generator,
+            "One request for a signed certificate from one issuer (cert-manager.io/v1); \
+             its spec is immutable and it succeeds or fails once.",
+        )
+    }
 }
 
 impl CertificateRequestStatus {

@@ -1,5 +1,7 @@
 //! cert-manager's `CertificateRequest` and `Certificate` (`cert-manager.io/v1`), written by
-//! hand from cert-manager's CRDs. They are not our CRDs: [`crate::api::crds`] never prints them.
+//! hand from cert-manager's CRDs. They are not our CRDs: [`crate::api::crds`] never prints them;
+//! [`crate::api::cert_manager_crds`] (`crd --cert-manager`) prints CRDs generated from them that
+//! accept everything cert-manager's accept (`tests/api_cert_manager_crds.rs`).
 //!
 //! Rules that keep us from damaging objects we do not own:
 //! - Every object struct has `#[serde(flatten)] unknown`, so fields added by newer cert-manager
@@ -11,6 +13,9 @@
 //!   a newer cert-manager must not make one object, and with it a whole watch, unreadable.
 //! - Byte fields (`request`, `certificate`, `ca`) are [`ByteString`](k8s_openapi::ByteString):
 //!   decoded once from the base64 of the JSON, handed to the code as PEM bytes.
+//! - The schema mirrors cert-manager's: its enums, patterns and list types where its CRD has them
+//!   (never more), no `unknown` in the schema (the API server prunes unknown fields, as with
+//!   cert-manager's CRD), and no default for `issuerRef.kind`/`group` (cert-manager #8158).
 
 mod certificate;
 mod certificaterequest;
@@ -23,7 +28,9 @@ use serde::{Deserialize, Serialize};
 pub use certificate::*;
 pub use certificaterequest::*;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResourceExt;
 
 use crate::api::{ConditionLike, WritableCondition};
 
@@ -82,7 +89,8 @@ macro_rules! cert_manager_condition {
             #[serde(rename = "type")]
             pub type_: String,
             /// `True`, `False` or `Unknown`; a string, so no value a newer cert-manager writes
-            /// makes an object unreadable.
+            /// makes an object unreadable (the CRD's enum is cert-manager's).
+            #[schemars(extend("enum" = ["True", "False", "Unknown"]))]
             pub status: String,
             #[serde(default, skip_serializing_if = "String::is_empty")]
             pub reason: String,
@@ -92,6 +100,7 @@ macro_rules! cert_manager_condition {
             pub last_transition_time: Option<Time>,
             $($(#[$fdoc])* pub $field: $ty,)*
             #[serde(flatten)]
+            #[schemars(skip)]
             pub unknown: Unknown,
         }
 
@@ -145,6 +154,83 @@ impl WritableCondition for CertificateCondition {
     }
 }
 
+/// cert-manager's `Certificate` and `CertificateRequest` CRDs, generated from these types, for a
+/// cluster without cert-manager (standalone mode; `crd --cert-manager`). Certificate first.
+pub fn cert_manager_crds() -> Vec<CustomResourceDefinition> {
+    vec![Certificate::crd(), CertificateRequest::crd()]
+}
+
+/// [`cert_manager_crds`] as one multi-document YAML stream, each document opened by `---`.
+pub fn cert_manager_crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
+    crate::api::issuer::yaml_stream(&cert_manager_crds())
+}
+
+/// The root schema of a cert-manager kind: `issuer::root_schema` without `null` in
+/// any field's type, so no `nullable` reaches the CRD. cert-manager's CRDs have none: an explicit
+/// `null` is pruned by the API server, never stored, and reads as absent.
+fn root_schema<Spec: JsonSchema, Status: JsonSchema>(
+    generator: &mut SchemaGenerator,
+    description: &str,
+) -> Schema {
+    let mut schema = crate::api::issuer::root_schema::<Spec, Status>(generator, description);
+    if let Some(object) = schema.as_object_mut() {
+        drop_null(object);
+    }
+    schema
+}
+
+/// Takes `null` out of the type of `node` and of every schema below it.
+fn drop_null(node: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    node.remove("nullable");
+    if let Some(Value::Array(types)) = node.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            node.insert("type".into(), only);
+        }
+    }
+    let properties = node.get_mut("properties").and_then(Value::as_object_mut);
+    for child in properties.into_iter().flat_map(|p| p.values_mut()) {
+        if let Some(child) = child.as_object_mut() {
+            drop_null(child);
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(Value::Object(child)) = node.get_mut(key) {
+            drop_null(child);
+        }
+    }
+}
+
+/// `Serialize`/`Deserialize` for a spec derived with `#[serde(remote = "Self")]`, reading an
+/// absent or `null` spec as the default one. The CRDs (cert-manager's and ours) do not require
+/// `spec`, and without cert-manager's webhook nothing else refuses such an object: it must not
+/// break a watch of the whole kind. Validation then reports the empty spec.
+macro_rules! optional_spec {
+    ($spec:ident) => {
+        impl serde::Serialize for $spec {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                $spec::serialize(self, serializer)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $spec {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                fn inherent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<$spec, D::Error> {
+                    $spec::deserialize(d)
+                }
+                #[derive(serde::Deserialize)]
+                #[serde(transparent)]
+                struct Present(#[serde(deserialize_with = "inherent")] $spec);
+                let spec = Option::<Present>::deserialize(deserializer)?;
+                Ok(spec.map(|p| p.0).unwrap_or_default())
+            }
+        }
+    };
+}
+use optional_spec;
+
 /// Fields of an object that these types do not model, kept verbatim.
 pub type Unknown = BTreeMap<String, serde_json::Value>;
 
@@ -152,16 +238,61 @@ pub type Unknown = BTreeMap<String, serde_json::Value>;
 /// `group` means `cert-manager.io`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct IssuerRef {
+    /// Name of the issuer.
     pub name: String,
+    /// Kind of the issuer; `Issuer` when empty. Never defaulted in the CRD: a stored default
+    /// would be indistinguishable from a kind the user chose (cert-manager #8158).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub kind: String,
+    /// API group of the issuer; `cert-manager.io` when empty. Never defaulted in the CRD.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub group: String,
     #[serde(flatten)]
+    #[schemars(skip)]
     pub unknown: Unknown,
 }
 
 /// Schema of a base64 byte field: `ByteString` has no `JsonSchema` of its own.
 fn bytes(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "format": "byte"})
+}
+
+/// Schema of an integer cert-manager declares without a format (Go `int`).
+fn integer(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({"type": "integer"})
+}
+
+/// The key usages cert-manager's CRDs allow in `usages`, in its order.
+pub const KEY_USAGES: [&str; 23] = [
+    "signing",
+    "digital signature",
+    "content commitment",
+    "key encipherment",
+    "key agreement",
+    "data encipherment",
+    "cert sign",
+    "crl sign",
+    "encipher only",
+    "decipher only",
+    "any",
+    "server auth",
+    "client auth",
+    "code signing",
+    "email protection",
+    "s/mime",
+    "ipsec end system",
+    "ipsec tunnel",
+    "ipsec user",
+    "timestamping",
+    "ocsp signing",
+    "microsoft sgc",
+    "netscape sgc",
+];
+
+/// Schema of `usages`: a list of [`KEY_USAGES`].
+fn usages(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "array",
+        "items": {"type": "string", "enum": KEY_USAGES},
+    })
 }
