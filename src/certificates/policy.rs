@@ -90,3 +90,6 @@ mod tests {
         }
     }
 }
+
+pub mod chains;
+pub mod checks;
