@@ -16,11 +16,11 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::der_parser::asn1_rs::{Any, Class, FromDer, Tag};
 use x509_parser::extensions::{GeneralName, ParsedExtension};
-use x509_parser::x509::X509Name;
+use x509_parser::x509::{RelativeDistinguishedName, X509Name};
 
 use super::decode::{self, DecodeError};
 use super::keys::annotation;
-use crate::api::certmanager::{CertificateRequest, CertificateSpec, IssuerRef};
+use crate::api::certmanager::{CertificateRequest, CertificateSpec, IssuerRef, X509Subject};
 use crate::pki::keys::{Key, KeySpec};
 
 /// Why a CertificateRequest could not be compared with a spec. cert-manager does not re-issue
@@ -137,7 +137,7 @@ struct Subject {
 impl Subject {
     fn of(name: &X509Name<'_>) -> Self {
         let mut s = Subject::default();
-        for attribute in name.iter_rdn().flat_map(|rdn| rdn.iter()) {
+        for attribute in name.iter_rdn().flat_map(RelativeDistinguishedName::iter) {
             let Ok(value) = attribute.as_str() else {
                 continue;
             };
@@ -209,7 +209,7 @@ pub fn request_matches_spec(
 }
 
 fn subject_violations(s: &Subject, spec: &CertificateSpec, check: &mut impl FnMut(bool, &str)) {
-    let default = Default::default();
+    let default = X509Subject::default();
     let want = spec.subject.as_ref().unwrap_or(&default);
     check(s.common_name == spec.common_name, "spec.commonName");
     check(s.serial_number == want.serial_number, "spec.subject.serialNumber");

@@ -280,9 +280,10 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
 
 /// cert-manager's wording for an unknown policy; our own for the rest.
 fn renewal_error(err: &RenewalError) -> String {
-    match err {
-        RenewalError::UnknownPolicy(policy) => format!("unsupported renewal policy: {policy}"),
-        other => other.to_string(),
+    if let RenewalError::UnknownPolicy(policy) = err {
+        format!("unsupported renewal policy: {policy}")
+    } else {
+        err.to_string()
     }
 }
 

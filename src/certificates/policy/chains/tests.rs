@@ -31,6 +31,14 @@ fn other_request_key(input: &mut Input) {
     input.current_request = Some(request_for(&input.certificate.spec, other));
 }
 
+fn other_key(input: &mut Input) {
+    set_data(
+        input,
+        data::TLS_KEY,
+        &key_pem(fixtures::key(KeySpec::Ecdsa(256), true)),
+    );
+}
+
 fn rename(input: &mut Input) {
     input.certificate.spec.common_name = "other.example.com".to_string();
 }
@@ -39,7 +47,10 @@ type Change = fn(&mut Input);
 
 /// Each row adds one more problem, found earlier in the chain than the ones before: so each
 /// row shows which check wins when several fail. (name, change, trigger, readiness).
-const ROWS: &[(&str, Change, Option<(&str, &str)>, Option<(&str, &str)>)] = &[
+/// The check that fires and its reason.
+type Found = Option<(&'static str, &'static str)>;
+
+const ROWS: &[(&str, Change, Found, Found)] = &[
     ("all good", |_| {}, None, None),
     (
         "expired",
@@ -120,11 +131,7 @@ const ROWS: &[(&str, Change, Option<(&str, &str)>, Option<(&str, &str)>)] = &[
         "another issuer, a key not of the certificate",
         |i| {
             set_annotation(i, annotation::ISSUER_NAME, "old");
-            set_data(
-                i,
-                data::TLS_KEY,
-                &key_pem(fixtures::key(KeySpec::Ecdsa(256), true)),
-            );
+            other_key(i);
         },
         Some(("SecretPublicKeysDiffer", "InvalidKeyPair")),
         Some(("SecretPublicKeysDiffer", "InvalidKeyPair")),
@@ -132,11 +139,7 @@ const ROWS: &[(&str, Change, Option<(&str, &str)>, Option<(&str, &str)>)] = &[
     (
         "no certificate",
         |i| {
-            set_data(
-                i,
-                data::TLS_KEY,
-                &key_pem(fixtures::key(KeySpec::Ecdsa(256), true)),
-            );
+            other_key(i);
             set_data(i, data::TLS_CRT, b"");
         },
         Some(("SecretIsMissingData", "MissingData")),
@@ -166,7 +169,7 @@ fn trigger_and_readiness_report_the_first_violation_in_order() {
 
 #[test]
 fn the_temporary_certificate_chain_checks_only_the_secret() {
-    let table: &[(&str, Change, Option<(&str, &str)>)] = &[
+    let table: &[(&str, Change, Found)] = &[
         ("all good", |_| {}, None),
         (
             "expired and renamed: not its business",
@@ -178,13 +181,7 @@ fn the_temporary_certificate_chain_checks_only_the_secret() {
         ),
         (
             "a key not of the certificate",
-            |i| {
-                set_data(
-                    i,
-                    data::TLS_KEY,
-                    &key_pem(fixtures::key(KeySpec::Ecdsa(256), true)),
-                )
-            },
+            other_key,
             Some(("SecretPublicKeysDiffer", "InvalidKeyPair")),
         ),
         (

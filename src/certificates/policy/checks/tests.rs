@@ -43,6 +43,11 @@ fn other_key(input: &mut Input) {
     set_data(input, data::TLS_KEY, &other);
 }
 
+fn other_request(input: &mut Input) {
+    let other = fixtures::key(KeySpec::Ecdsa(256), true);
+    input.current_request = Some(request_for(&input.certificate.spec, other));
+}
+
 fn set_key_spec(input: &mut Input, algorithm: &str, size: i64) {
     input.certificate.spec.private_key = Some(PrivateKey {
         algorithm: algorithm.to_string(),
@@ -103,7 +108,7 @@ fn secret_is_missing_data_table() {
             ),
             (
                 "empty data",
-                |i| secret(i).data = Some(Default::default()),
+                |i| secret(i).data = Some(std::collections::BTreeMap::new()),
                 Some((
                     reason::MISSING_DATA,
                     "Issuing certificate as Secret does not contain a private key",
@@ -301,12 +306,7 @@ fn secret_public_key_differs_from_current_certificate_request_table() {
             ("no current request", |i| i.current_request = None, None),
             (
                 "request made with another key",
-                |i| {
-                    i.current_request = Some(request_for(
-                        &i.certificate.spec,
-                        fixtures::key(KeySpec::Ecdsa(256), true),
-                    ))
-                },
+                other_request,
                 Some((
                     reason::SECRET_MISMATCH,
                     "Secret contains a private key that does not match the current CertificateRequest",
