@@ -4,6 +4,7 @@ mod chain;
 mod csr;
 pub mod keys;
 mod signature;
+pub mod subject;
 
 pub use chain::{Chain, ChainError, certificates_in, complete_chain};
 pub use csr::{CheckedCsr, CsrError, MAX_CSR_BYTES, check_csr_pem};
