@@ -22,6 +22,7 @@ use super::decode::{self, DecodeError};
 use super::keys::annotation;
 use crate::api::certmanager::{CertificateRequest, CertificateSpec, IssuerRef, X509Subject};
 use crate::pki::keys::{Key, KeySpec};
+use crate::pki::subject::{SubjectError, literal_subject_der};
 
 /// Why a CertificateRequest could not be compared with a spec. cert-manager does not re-issue
 /// for these: the certificate in the Secret may still be good.
@@ -33,8 +34,8 @@ pub enum MatchError {
     San(String),
     #[error("otherName is not an utf8 value, got: {0}")]
     OtherNameNotUtf8(String),
-    #[error("literalSubject: {0}")]
-    LiteralSubject(String),
+    #[error(transparent)]
+    LiteralSubject(#[from] SubjectError),
 }
 
 /// The spec fields the key does not satisfy: `spec.privateKey.algorithm` when it is of another
@@ -316,10 +317,10 @@ fn other_name_utf8(value: &[u8]) -> Result<String, MatchError> {
         .map_err(|e| bad(&e))
 }
 
-/// `literalSubject` is compared by the raw DER of the subject.
+/// `literalSubject` is compared by the raw DER of the subject, so the string types count.
 fn literal_subject_matches(subject: &X509Name<'_>, literal: &str) -> Result<bool, MatchError> {
-    let _ = (subject, literal);
-    Err(MatchError::LiteralSubject("not yet comparable".to_string()))
+    let der = literal_subject_der(literal)?;
+    Ok(subject.as_raw() == der.as_slice())
 }
 
 /// Two Go durations are equal when they parse to the same length (`2160h` = `2160h0m0s`).

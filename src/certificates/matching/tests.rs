@@ -1,4 +1,5 @@
 use k8s_openapi::ByteString;
+use rcgen::{DnType, DnValue};
 use x509_parser::certificate::X509Certificate;
 use x509_parser::prelude::FromDer;
 
@@ -529,4 +530,90 @@ fn issuer_annotations_match_up_to_defaults() {
             "{name}"
         );
     }
+}
+
+/// A CertificateRequest whose CSR subject is `rdns`, one attribute per RDN, in order.
+fn request_with_subject(rdns: &[(DnType, DnValue)]) -> CertificateRequest {
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    for (ty, value) in rdns {
+        params.distinguished_name.push(ty.clone(), value.clone());
+    }
+    let pair = rcgen::KeyPair::try_from(fixtures::ec().pkcs8_der()).expect("key pair");
+    let csr = params.serialize_request(&pair).expect("csr").pem().expect("pem");
+    let mut request = request_for(&fixtures::spec(), fixtures::ec());
+    request.spec.request = ByteString(csr.into_bytes());
+    request
+}
+
+fn printable(text: &str) -> DnValue {
+    DnValue::PrintableString(text.try_into().expect("printable"))
+}
+
+#[test]
+fn literal_subject_is_compared_by_raw_der() {
+    // Go's order for "CN=example.com,O=Org,C=GB" is the reverse: C, O, CN; all printable.
+    let go_encoded = request_with_subject(&[
+        (DnType::CountryName, printable("GB")),
+        (DnType::OrganizationName, printable("Org")),
+        (DnType::CommonName, printable("example.com")),
+    ]);
+    let as_utf8 = request_with_subject(&[
+        (DnType::CountryName, printable("GB")),
+        (DnType::OrganizationName, DnValue::Utf8String("Org".into())),
+        (DnType::CommonName, printable("example.com")),
+    ]);
+    let literal = |text: &str| CertificateSpec {
+        literal_subject: text.to_string(),
+        dns_names: vec![],
+        // Not compared when there is a literal subject.
+        common_name: "ignored.example.com".to_string(),
+        subject: Some(X509Subject {
+            organizations: s(&["ignored"]),
+            ..Default::default()
+        }),
+        ..fixtures::spec()
+    };
+    let table: &[(&str, &CertificateRequest, &str, &[&str])] = &[
+        ("same", &go_encoded, "CN=example.com,O=Org,C=GB", &[]),
+        (
+            "an RDN fewer",
+            &go_encoded,
+            "CN=example.com,O=Org",
+            &["spec.literalSubject"],
+        ),
+        (
+            "another order",
+            &go_encoded,
+            "O=Org,CN=example.com,C=GB",
+            &["spec.literalSubject"],
+        ),
+        (
+            "another value",
+            &go_encoded,
+            "CN=example.com,O=Other,C=GB",
+            &["spec.literalSubject"],
+        ),
+        (
+            "same text, another string type",
+            &as_utf8,
+            "CN=example.com,O=Org,C=GB",
+            &["spec.literalSubject"],
+        ),
+    ];
+    for (name, request, text, expected) in table {
+        assert_eq!(
+            request_matches_spec(request, &literal(text)),
+            Ok(s(expected)),
+            "{name}"
+        );
+    }
+    let unknown = request_matches_spec(&go_encoded, &literal("FOO=bar"));
+    assert!(
+        matches!(
+            unknown,
+            Err(MatchError::LiteralSubject(SubjectError::UnrecognizedKey(_)))
+        ),
+        "{unknown:?}"
+    );
 }
