@@ -29,8 +29,13 @@ pub enum DecodeError {
     KeyPem(PemError),
     #[error("unknown private key type: {0}")]
     KeyType(String),
-    #[error("error parsing private key: {0}")]
-    Key(#[source] KeyError),
+    /// A PEM block of a known type whose key cannot be read; `kind` as Go names it.
+    #[error("error parsing {kind} private key: {source}")]
+    Key {
+        kind: &'static str,
+        #[source]
+        source: KeyError,
+    },
     #[error(transparent)]
     BundlePem(PemError),
     #[error("error parsing X.509 certificate: {0}")]
@@ -54,10 +59,13 @@ fn first_block(bytes: &[u8], max: usize) -> Result<pem::Pem, PemError> {
 /// The private key in a Secret's `tls.key`: PKCS#1, SEC1 or PKCS#8 PEM.
 pub fn private_key(bytes: &[u8]) -> Result<Key, DecodeError> {
     let block = first_block(bytes, MAX_PRIVATE_KEY_PEM).map_err(DecodeError::KeyPem)?;
-    if !matches!(block.tag(), "PRIVATE KEY" | "EC PRIVATE KEY" | "RSA PRIVATE KEY") {
-        return Err(DecodeError::KeyType(block.tag().to_string()));
-    }
-    Key::from_pem(bytes).map_err(DecodeError::Key)
+    let kind = match block.tag() {
+        "PRIVATE KEY" => "pkcs#8",
+        "EC PRIVATE KEY" => "ecdsa",
+        "RSA PRIVATE KEY" => "rsa",
+        other => return Err(DecodeError::KeyType(other.to_string())),
+    };
+    Key::from_pem(bytes).map_err(|source| DecodeError::Key { kind, source })
 }
 
 /// The DER of every certificate in a PEM bundle (`tls.crt`), leaf first. Every block must be

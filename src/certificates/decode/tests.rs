@@ -23,9 +23,33 @@ fn private_key_errors_read_as_cert_manager_s() {
             "error decoding private key PEM block: provided PEM data was larger than the maximum 13000B",
         ),
     ];
+    let broken = |tag: &str| format!("-----BEGIN {tag}-----\nAAAA\n-----END {tag}-----\n").into_bytes();
+    let (ec, rsa, pkcs8) = (
+        broken("EC PRIVATE KEY"),
+        broken("RSA PRIVATE KEY"),
+        broken("PRIVATE KEY"),
+    );
+    let table = [
+        table,
+        &[
+            (
+                &ec[..],
+                "error parsing ecdsa private key: the ECDSA private key cannot be read",
+            ),
+            (
+                &rsa[..],
+                "error parsing rsa private key: the RSA private key cannot be read",
+            ),
+            (
+                &pkcs8[..],
+                "error parsing pkcs#8 private key: the PKCS#8 private key cannot be read",
+            ),
+        ],
+    ]
+    .concat();
     for (pem, message) in table {
         let err = private_key(pem).expect_err("not a key");
-        assert_eq!(err.to_string(), *message);
+        assert_eq!(err.to_string(), message);
     }
     let key = fixtures::ec();
     assert_eq!(private_key(&key_pem(key)).as_ref(), Ok(key));

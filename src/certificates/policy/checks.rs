@@ -264,7 +264,13 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
             .status
             .as_ref()
             .and_then(|s| s.renewal_time.as_ref());
-        match Policy::parse(policy).and_then(|p| renewal::renewal_time(not_before, not_after, renewal, p)) {
+        let at = Policy::parse(policy).and_then(|p| renewal::renewal_time(not_before, not_after, renewal, p));
+        // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
+        let at = match at {
+            Err(RenewalError::NoLifetime) => Ok(Some(not_after)),
+            other => other,
+        };
+        match at {
             Ok(Some(at)) if at <= input.now => Some(Violation::new(
                 reason::RENEWING,
                 format!(

@@ -48,6 +48,18 @@ fn other_request(input: &mut Input) {
     input.current_request = Some(request_for(&input.certificate.spec, other));
 }
 
+/// A certificate whose notBefore is its notAfter (2026-04-01), at that time.
+fn no_lifetime_at_expiry(input: &mut Input) {
+    let cert = certificate_pem(
+        &input.certificate.spec,
+        fixtures::ec(),
+        (2026, 4, 1),
+        (2026, 4, 1),
+    );
+    set_data(input, data::TLS_CRT, &cert);
+    input.now = at("2026-04-01T00:00:00Z");
+}
+
 fn set_key_spec(input: &mut Input, algorithm: &str, size: i64) {
     input.certificate.spec.private_key = Some(PrivateKey {
         algorithm: algorithm.to_string(),
@@ -455,6 +467,22 @@ fn current_certificate_nearing_expiry_table() {
                     reason::RENEWING,
                     "Renewing certificate as renewal was scheduled at <nil>",
                 )),
+            ),
+            (
+                "no lifetime: due at notAfter",
+                no_lifetime_at_expiry,
+                Some((
+                    reason::RENEWING,
+                    "Renewing certificate as renewal was scheduled at <nil>",
+                )),
+            ),
+            (
+                "no lifetime: not before notAfter",
+                |i| {
+                    no_lifetime_at_expiry(i);
+                    i.now = at("2026-03-31T23:59:59Z");
+                },
+                None,
             ),
             (
                 "unknown policy",
