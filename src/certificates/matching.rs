@@ -168,7 +168,9 @@ pub fn request_matches_spec(
 ) -> Result<Vec<String>, MatchError> {
     let der = decode::csr(&request.spec.request.0)?;
     let (_, csr) = X509CertificationRequest::from_der(&der).map_err(|e| DecodeError::Csr(e.to_string()))?;
-    let alt = csr_alt_names(&csr)?;
+    let san = csr_alt_names(&csr)?;
+    let none = AltNames::default();
+    let alt = san.as_ref().unwrap_or(&none);
     let mut violations = Vec::new();
     let mut check = |ok: bool, field: &str| {
         if !ok {
@@ -183,10 +185,7 @@ pub fn request_matches_spec(
     );
     check(equal_unsorted(&alt.dns, &spec.dns_names), "spec.dnsNames");
     if !spec.other_names.is_empty() {
-        check(
-            other_names_match(alt.has_san, &alt.names.other, spec)?,
-            "spec.otherNames",
-        );
+        check(other_names_match(san.as_ref(), spec)?, "spec.otherNames");
     }
     let subject = &csr.certification_request_info.subject;
     if spec.literal_subject.is_empty() {
@@ -245,32 +244,18 @@ fn subject_violations(s: &Subject, spec: &CertificateSpec, check: &mut impl FnMu
     );
 }
 
-/// The CSR's requested subjectAltName, and whether it has one at all.
-struct CsrAltNames {
-    has_san: bool,
-    names: AltNames,
-}
-
-impl std::ops::Deref for CsrAltNames {
-    type Target = AltNames;
-    fn deref(&self) -> &AltNames {
-        &self.names
-    }
-}
-
-fn csr_alt_names(csr: &X509CertificationRequest<'_>) -> Result<CsrAltNames, MatchError> {
-    let mut found = CsrAltNames {
-        has_san: false,
-        names: AltNames::default(),
-    };
+/// The CSR's requested subjectAltName (`None` when it has none); an error when it cannot be
+/// read, as Go's CSR parser fails then.
+fn csr_alt_names(csr: &X509CertificationRequest<'_>) -> Result<Option<AltNames>, MatchError> {
+    let mut found = None;
     for extension in csr.requested_extensions().into_iter().flatten() {
         match extension {
             ParsedExtension::SubjectAlternativeName(san) => {
-                found.has_san = true;
-                found.names = AltNames::of(&san.general_names);
-                if found.names.ips.iter().any(Option::is_none) {
+                let names = AltNames::of(&san.general_names);
+                if names.ips.iter().any(Option::is_none) {
                     return Err(MatchError::San("an IP address of bad length".to_string()));
                 }
+                found = Some(names);
             }
             ParsedExtension::ParseError { error } => return Err(MatchError::San(error.to_string())),
             _ => {}
@@ -281,14 +266,10 @@ fn csr_alt_names(csr: &X509CertificationRequest<'_>) -> Result<CsrAltNames, Matc
 
 /// cert-manager compares otherNames only when the spec has some; a CSR without a
 /// subjectAltName then mismatches, and a non-UTF8String value is an error.
-fn other_names_match(
-    has_san: bool,
-    other: &[(String, Vec<u8>)],
-    spec: &CertificateSpec,
-) -> Result<bool, MatchError> {
-    if !has_san {
+fn other_names_match(san: Option<&AltNames>, spec: &CertificateSpec) -> Result<bool, MatchError> {
+    let Some(AltNames { other, .. }) = san else {
         return Ok(false);
-    }
+    };
     let mut found = Vec::with_capacity(other.len());
     for (oid, value) in other {
         found.push((oid.clone(), other_name_utf8(value)?));
