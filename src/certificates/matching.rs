@@ -357,6 +357,20 @@ pub fn secret_issuer_annotations_match(secret: &Secret, issuer_ref: &IssuerRef) 
         && issuer_groups_equal(group.unwrap_or_default(), &issuer_ref.group)
 }
 
+/// The spec fields the certificate in a Secret's `tls.crt` no longer matches, as
+/// [`fuzzy_x509_alt_names_match_spec`] compares them; an error when there is no readable
+/// certificate.
+pub fn secret_matches_spec(secret: &Secret, spec: &CertificateSpec) -> Result<Vec<String>, DecodeError> {
+    let pem = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(super::keys::data::TLS_CRT))
+        .map_or(&[][..], |bytes| bytes.0.as_slice());
+    let der = decode::leaf_certificate(pem)?;
+    let (_, cert) = X509Certificate::from_der(&der).map_err(|e| DecodeError::Certificate(e.to_string()))?;
+    Ok(fuzzy_x509_alt_names_match_spec(&cert, spec))
+}
+
 /// The spec fields an issued certificate no longer matches, comparing only names and loosely:
 /// a name may move between the common name and the DNS names, as some CAs move them. For a
 /// Secret whose CertificateRequest is gone.

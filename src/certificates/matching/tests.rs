@@ -617,3 +617,35 @@ fn literal_subject_is_compared_by_raw_der() {
         "{unknown:?}"
     );
 }
+
+#[test]
+fn secret_matches_spec_reads_tls_crt() {
+    use crate::certificates::keys::data::TLS_CRT;
+    let spec = fixtures::spec();
+    let cert = certificate_pem(&spec, fixtures::ec(), (2026, 1, 1), (2026, 4, 1));
+    let renamed = CertificateSpec {
+        common_name: "other.example.com".to_string(),
+        ..spec.clone()
+    };
+    type Row<'a> = (
+        &'a str,
+        &'a [(&'a str, &'a [u8])],
+        &'a CertificateSpec,
+        Result<&'a [&'a str], &'a str>,
+    );
+    let table: &[Row<'_>] = &[
+        ("up to date", &[(TLS_CRT, &cert)], &spec, Ok(&[])),
+        ("renamed", &[(TLS_CRT, &cert)], &renamed, Ok(&["spec.commonName"])),
+        (
+            "no certificate",
+            &[],
+            &spec,
+            Err("error decoding certificate PEM block: no valid certificates found"),
+        ),
+    ];
+    for (name, data, spec, expected) in table {
+        let secret = fixtures::secret(data, &[]);
+        let got = secret_matches_spec(&secret, spec).map_err(|e| e.to_string());
+        assert_eq!(got, expected.map(s).map_err(str::to_string), "{name}");
+    }
+}

@@ -219,17 +219,18 @@ pub fn secret_public_key_differs_from_current_certificate_request(input: &Input)
 pub fn current_certificate_request_mismatches_spec(input: &Input) -> Option<Violation> {
     let spec = &input.certificate.spec;
     let Some(request) = input.current_request.as_ref() else {
-        return with_certificate(input, |cert| {
-            let violations = matching::fuzzy_x509_alt_names_match_spec(cert, spec);
-            (!violations.is_empty()).then(|| {
-                Violation::new(
-                    reason::SECRET_MISMATCH,
-                    format!(
-                        "Issuing certificate as Existing issued Secret is not up to date for spec: {}",
-                        go_list(&violations)
-                    ),
-                )
-            })
+        let violations = match matching::secret_matches_spec(input.secret.as_ref()?, spec) {
+            Ok(violations) => violations,
+            Err(err) => return Some(invalid_certificate(err)),
+        };
+        return (!violations.is_empty()).then(|| {
+            Violation::new(
+                reason::SECRET_MISMATCH,
+                format!(
+                    "Issuing certificate as Existing issued Secret is not up to date for spec: {}",
+                    go_list(&violations)
+                ),
+            )
         });
     };
     let violations = matching::request_matches_spec(request, spec).ok()?;
