@@ -82,6 +82,9 @@ fn set_policy(input: &mut Input, policy: &str) {
     });
 }
 
+const DSA_CSR: &[u8] = include_bytes!("testdata/dsa.csr");
+const DSA_CERT: &[u8] = include_bytes!("testdata/dsa.crt");
+
 const NO_PEM_KEY: &str = "Issuing certificate as Secret contains invalid private key data: error decoding private key PEM block: no PEM data was found in given input";
 const NO_CERT: &str = "Issuing certificate as Secret contains an invalid certificate: error decoding certificate PEM block: no valid certificates found";
 
@@ -186,6 +189,14 @@ fn secret_public_keys_differ_table() {
                     set_data(i, data::TLS_CRT, b"junk");
                 },
                 Some((reason::INVALID_KEY_PAIR, NO_PEM_KEY)),
+            ),
+            (
+                "a DSA certificate",
+                |i| set_data(i, data::TLS_CRT, DSA_CERT),
+                Some((
+                    reason::INVALID_KEY_PAIR,
+                    "Secret contains an invalid key-pair: unrecognised public key type: *dsa.PublicKey",
+                )),
             ),
             (
                 "another key",
@@ -328,6 +339,14 @@ fn secret_public_key_differs_from_current_certificate_request_table() {
                 "bad key",
                 |i| set_data(i, data::TLS_KEY, b"junk"),
                 Some((reason::INVALID_KEY_PAIR, NO_PEM_KEY)),
+            ),
+            (
+                "a DSA request",
+                |i| i.current_request.as_mut().expect("request").spec.request = ByteString(DSA_CSR.to_vec()),
+                Some((
+                    reason::INVALID_CERTIFICATE_REQUEST,
+                    "CertificateRequest's public key is invalid: unrecognised public key type: *dsa.PublicKey",
+                )),
             ),
             (
                 "unreadable request",
