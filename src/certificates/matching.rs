@@ -16,7 +16,7 @@ use x509_parser::certificate::X509Certificate;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::der_parser::asn1_rs::{Any, Class, FromDer, Tag};
 use x509_parser::extensions::{GeneralName, ParsedExtension};
-use x509_parser::x509::{RelativeDistinguishedName, X509Name};
+use x509_parser::x509::{AttributeTypeAndValue, RelativeDistinguishedName, X509Name};
 
 use super::decode::{self, DecodeError};
 use super::keys::annotation;
@@ -139,10 +139,9 @@ impl Subject {
     fn of(name: &X509Name<'_>) -> Self {
         let mut s = Subject::default();
         for attribute in name.iter_rdn().flat_map(RelativeDistinguishedName::iter) {
-            let Ok(value) = attribute.as_str() else {
+            let Some(value) = attribute_text(attribute) else {
                 continue;
             };
-            let value = value.to_string();
             match attribute.attr_type().to_id_string().as_str() {
                 "2.5.4.3" => s.common_name = value,
                 "2.5.4.5" => s.serial_number = value,
@@ -157,6 +156,24 @@ impl Subject {
             }
         }
         s
+    }
+}
+
+/// An attribute's value when it is one of the string types Go reads (Printable, IA5, UTF8,
+/// Numeric, T61 as raw bytes, BMP as UTF-16); `None` for anything else, which Go skips.
+fn attribute_text(attribute: &AttributeTypeAndValue<'_>) -> Option<String> {
+    let value = attribute.attr_value();
+    match value.tag() {
+        Tag::BmpString => {
+            let units: Vec<u16> = value
+                .data
+                .chunks_exact(2)
+                .map(|pair| u16::from_be_bytes([pair[0], pair[1]]))
+                .collect();
+            String::from_utf16(&units).ok()
+        }
+        Tag::T61String => Some(String::from_utf8_lossy(value.data).into_owned()),
+        _ => attribute.as_str().ok().map(str::to_string),
     }
 }
 

@@ -649,3 +649,39 @@ fn secret_matches_spec_reads_tls_crt() {
         assert_eq!(got, expected.map(s).map_err(str::to_string), "{name}");
     }
 }
+
+#[test]
+fn subject_strings_of_every_type_go_reads_are_compared() {
+    let spec = CertificateSpec {
+        dns_names: vec![],
+        subject: Some(X509Subject {
+            organizations: s(&["Org"]),
+            ..Default::default()
+        }),
+        ..fixtures::spec()
+    };
+    let cn = (DnType::CommonName, printable("example.com"));
+    let org = |value: DnValue| request_with_subject(&[(DnType::OrganizationName, value), cn.clone()]);
+    let table: &[(&str, CertificateRequest, &[&str])] = &[
+        ("PrintableString", org(printable("Org")), &[]),
+        ("UTF8String", org(DnValue::Utf8String("Org".into())), &[]),
+        (
+            "BMPString",
+            org(DnValue::BmpString("Org".try_into().expect("bmp"))),
+            &[],
+        ),
+        (
+            "TeletexString",
+            org(DnValue::TeletexString("Org".try_into().expect("t61"))),
+            &[],
+        ),
+        (
+            "another value",
+            org(DnValue::BmpString("Other".try_into().expect("bmp"))),
+            &["spec.subject.organizations"],
+        ),
+    ];
+    for (name, request, expected) in table {
+        assert_eq!(request_matches_spec(request, &spec), Ok(s(expected)), "{name}");
+    }
+}
