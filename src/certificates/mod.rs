@@ -1,6 +1,10 @@
 //! cert-manager's Certificate semantics as pure code, for the standalone lifecycle controllers
 //! to come: what they decide with, with no Kubernetes I/O.
 
+pub mod decode;
+#[cfg(test)]
+mod fixtures;
 pub mod keys;
+pub mod matching;
 pub mod policy;
 pub mod renewal;

@@ -99,3 +99,6 @@ mod tests {
         }
     }
 }
+
+pub mod chains;
+pub mod checks;
