@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use jiff::civil::{Date, DateTime, Time};
-use jiff::tz::TimeZone;
+use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::{SignedDuration, Timestamp, ToSpan};
 
 /// Why a cron spec was refused; the texts are robfig's.
@@ -136,17 +136,26 @@ impl Schedule {
             }
             Kind::Fields(fields) => {
                 let local = after.to_zoned(self.zone.clone()).datetime();
-                let start = local.checked_add(1.second()).ok()?;
-                let found = fields.next_civil(truncate_to_second(start))?;
-                self.zone
-                    .to_ambiguous_zoned(found)
-                    .compatible()
-                    .ok()
-                    .map(|z| z.timestamp())
+                let mut from = truncate_to_second(local.checked_add(1.second()).ok()?);
+                // A wall time the zone skips (a DST gap) never fires, as in robfig: search on
+                // from the wall time after the gap. A repeated one fires at its first instant.
+                for _ in 0..GAPS_IN_A_ROW {
+                    let found = self.zone.to_ambiguous_zoned(fields.next_civil(from)?);
+                    let gap = matches!(found.offset(), AmbiguousOffset::Gap { .. });
+                    let zoned = found.compatible().ok()?;
+                    if !gap {
+                        return Some(zoned.timestamp());
+                    }
+                    from = zoned.datetime();
+                }
+                None
             }
         }
     }
 }
+
+/// More DST gaps in a row than any zone has: the search stops rather than loop.
+const GAPS_IN_A_ROW: usize = 4;
 
 fn truncate_to_second(dt: DateTime) -> DateTime {
     dt.with().subsec_nanosecond(0).build().unwrap_or(dt)

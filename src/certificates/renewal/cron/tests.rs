@@ -10,6 +10,25 @@ fn ts(text: &str) -> Timestamp {
 fn next_activation_follows_robfig() {
     // (spec, after, next): 2024-01-01 is a Monday.
     let table = [
+        // 02:30 does not exist in New York on 2024-03-10 (clocks go from 02:00 to 03:00): that
+        // day is skipped, as robfig skips it.
+        (
+            "CRON_TZ=America/New_York 30 2 * * *",
+            "2024-03-09T12:00:00Z",
+            Some("2024-03-11T06:30:00Z"),
+        ),
+        // 01:30 happens twice on 2024-11-03: the first one (EDT, UTC-4) fires.
+        (
+            "CRON_TZ=America/New_York 30 1 * * *",
+            "2024-11-03T00:00:00Z",
+            Some("2024-11-03T05:30:00Z"),
+        ),
+        // Sao Paulo skipped midnight to 01:00 on 2005-10-16: 00:01 never happened.
+        (
+            "CRON_TZ=America/Sao_Paulo 1 */2 * * 0",
+            "2005-10-10T01:01:00Z",
+            Some("2005-10-16T04:01:00Z"),
+        ),
         ("0 2 * * *", "2024-01-01T00:00:00Z", Some("2024-01-01T02:00:00Z")),
         // Strictly after: a time on an activation moves to the next one.
         ("0 2 * * *", "2024-01-01T02:00:00Z", Some("2024-01-02T02:00:00Z")),
