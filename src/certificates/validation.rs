@@ -17,10 +17,12 @@
 //! Go's order is random.
 
 mod cron;
+mod durations;
 mod go;
 mod literal_subject;
 mod mail;
 mod names;
+mod outputs;
 mod renewal;
 mod schema;
 mod spec;

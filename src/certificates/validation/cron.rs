@@ -231,5 +231,5 @@ fn must_parse_int(expr: &str) -> Result<u64, String> {
     if num < 0 {
         return Err(format!("negative number ({num}) not allowed: {expr}"));
     }
-    Ok(num as u64)
+    Ok(num.unsigned_abs())
 }

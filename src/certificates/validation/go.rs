@@ -54,11 +54,9 @@ pub fn parse_go_duration(text: &str) -> Result<SignedDuration, GoDurationError> 
             .ok_or_else(invalid)?;
     }
     let nanos = if neg {
-        (total as i128).wrapping_neg() as i64
-    } else if total > MAX - 1 {
-        return Err(invalid());
+        0i64.wrapping_sub_unsigned(total)
     } else {
-        total as i64
+        i64::try_from(total).map_err(|_| invalid())?
     };
     Ok(SignedDuration::from_nanos(nanos))
 }
@@ -116,12 +114,23 @@ fn one_term<'a>(s: &'a str, text: &str) -> Result<(u64, &'a str), GoDurationErro
     }
     let mut value = whole * nanos;
     if frac > 0 {
-        value += (frac as f64 * (nanos as f64 / scale)) as u64;
+        value += fraction_nanos(frac, nanos, scale);
         if value > MAX {
             return Err(invalid());
         }
     }
     Ok((value, &rest[unit_len..]))
+}
+
+/// The nanoseconds of a fraction `frac / scale` of `nanos`, in floating point as Go computes
+/// them (both operands are far below 2^53 in practice; the result is truncated as Go truncates).
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    clippy::cast_precision_loss
+)]
+fn fraction_nanos(frac: u64, nanos: u64, scale: f64) -> u64 {
+    (frac as f64 * (nanos as f64 / scale)) as u64
 }
 
 /// Go's `time.Duration.String()` of `nanos`: `1h0m0s`, `5m0s`, `1.5s`, `300ms`, `0s`.

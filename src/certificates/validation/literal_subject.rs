@@ -29,8 +29,8 @@ fn known_oid(name: &str) -> Option<Vec<i64>> {
         "L" => &[2, 5, 4, 7],
         "ST" => &[2, 5, 4, 8],
         "STREET" => &[2, 5, 4, 9],
-        "DC" => &[0, 9, 2342, 19200300, 100, 1, 25],
-        "UID" => &[0, 9, 2342, 19200300, 100, 1, 1],
+        "DC" => &[0, 9, 2342, 19_200_300, 100, 1, 25],
+        "UID" => &[0, 9, 2342, 19_200_300, 100, 1, 1],
         _ => return None,
     };
     Some(oid.to_vec())
@@ -148,13 +148,13 @@ fn decode_string(text: &str) -> Result<String, String> {
 
 /// Go's `hex.DecodeString`, with its errors.
 fn hex_decode(text: &[u8]) -> Result<Vec<u8>, String> {
-    let nibble = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let nibble = |b: u8| (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok());
     let invalid = |b: u8| {
         let c = b as char;
         if c.is_control() {
-            format!("encoding/hex: invalid byte: U+{:04X}", b)
+            format!("encoding/hex: invalid byte: U+{b:04X}")
         } else {
-            format!("encoding/hex: invalid byte: U+{:04X} '{c}'", b)
+            format!("encoding/hex: invalid byte: U+{b:04X} '{c}'")
         }
     };
     let mut out = Vec::with_capacity(text.len() / 2);

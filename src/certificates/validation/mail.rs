@@ -18,7 +18,7 @@ fn is_atext(c: char, dot: bool) -> bool {
     ('!'..='~').contains(&c) || !c.is_ascii()
 }
 
-impl<'a> Parser<'a> {
+impl Parser<'_> {
     fn skip_space(&mut self) {
         self.s = self.s.trim_start_matches([' ', '\t']);
     }
@@ -218,10 +218,10 @@ impl<'a> Parser<'a> {
             }
             Err(_) => self.s = saved,
         }
-        let name = if self.peek() != Some('<') {
-            self.phrase()?
-        } else {
+        let name = if self.peek() == Some('<') {
             String::new()
+        } else {
+            self.phrase()?
         };
         self.skip_space();
         if !self.consume('<') {

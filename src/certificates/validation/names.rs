@@ -10,10 +10,11 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 
 /// apimachinery's `RegexError`.
 fn regex_error(msg: &str, regex: &str, examples: &[&str]) -> String {
+    // Go appends " or " after the "', " ending the previous example: two spaces.
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
     format!(
         "{msg} (e.g. {}regex used for validation is '{regex}')",
-        examples.join("or ")
+        examples.join(" or ")
     )
 }
 

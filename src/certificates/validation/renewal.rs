@@ -2,8 +2,8 @@
 //! zone and cron syntax.
 
 use super::cron::{cron_error, load_location_error};
+use super::durations::duration_field;
 use super::go::json_string;
-use super::spec::duration_field;
 use super::{FieldError, Value};
 use crate::api::certmanager::{CertificateSpec, RenewalWindow};
 
