@@ -78,23 +78,28 @@ pub(super) fn durations(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
         }
     }
     if let Some(pct) = pct {
-        let effective = percent_of(duration, pct);
-        let value = Value::Int(pct.into());
-        if effective < MIN_RENEW_BEFORE_NS {
-            let msg = format!(
-                "certificate renewBeforePercentage must result in a renewBefore greater than {}",
-                format_go_duration(MIN_RENEW_BEFORE_NS)
-            );
-            el.push(FieldError::invalid(
-                "spec.renewBeforePercentage",
-                value.clone(),
-                msg,
-            ));
-        }
-        if effective >= duration {
-            let msg = "certificate renewBeforePercentage must result in a renewBefore less than duration";
-            el.push(FieldError::invalid("spec.renewBeforePercentage", value, msg));
-        }
+        percentage(duration, pct, el);
+    }
+}
+
+/// The renewBefore `pct` percent of `duration` gives must lie in `[5m, duration)`.
+fn percentage(duration: i64, pct: i32, el: &mut Vec<FieldError>) {
+    let effective = percent_of(duration, pct);
+    let value = Value::Int(pct.into());
+    if effective < MIN_RENEW_BEFORE_NS {
+        let msg = format!(
+            "certificate renewBeforePercentage must result in a renewBefore greater than {}",
+            format_go_duration(MIN_RENEW_BEFORE_NS)
+        );
+        el.push(FieldError::invalid(
+            "spec.renewBeforePercentage",
+            value.clone(),
+            msg,
+        ));
+    }
+    if effective >= duration {
+        let msg = "certificate renewBeforePercentage must result in a renewBefore less than duration";
+        el.push(FieldError::invalid("spec.renewBeforePercentage", value, msg));
     }
 }
 
