@@ -15,7 +15,7 @@ fn is_atext(c: char, dot: bool) -> bool {
     if "()<>[]:;@\\,\"".contains(c) {
         return false;
     }
-    ('!'..='~').contains(&c) || !c.is_ascii()
+    is_vchar(c)
 }
 
 impl Parser<'_> {
@@ -102,10 +102,14 @@ impl Parser<'_> {
                     return Ok(out);
                 }
                 '\\' => match chars.next() {
-                    Some((_, escaped)) => out.push(escaped),
+                    Some((_, escaped)) if is_vchar(escaped) || is_wsp(escaped) => out.push(escaped),
+                    Some((_, bad)) => {
+                        let bad = go_quote_rune(bad);
+                        return Err(format!("mail: bad character in quoted-string: {bad}"));
+                    }
                     None => return Err("mail: unclosed quoted-string".to_string()),
                 },
-                c if c == ' ' || c == '\t' || is_atext(c, true) || "()<>[]:;@,".contains(c) => out.push(c),
+                c if is_vchar(c) || is_wsp(c) => out.push(c),
                 c => {
                     return Err(format!(
                         "mail: bad character in quoted-string: {}",
@@ -119,27 +123,31 @@ impl Parser<'_> {
 
     fn domain_literal(&mut self) -> Result<String, String> {
         self.consume('[');
-        let Some(end) = self.s.find(']') else {
-            return Err("mail: unclosed domain-literal".to_string());
-        };
+        let mut end = None;
+        for (i, c) in self.s.char_indices() {
+            if c == ']' {
+                end = Some(i);
+                break;
+            }
+            if !is_vchar(c) || c == '[' || c == '\\' {
+                let bad = go_quote_rune(c);
+                return Err(format!("mail: bad character in domain-literal: {bad}"));
+            }
+        }
+        let end = end.ok_or("mail: unclosed domain-literal")?;
         let text = &self.s[..end];
-        if let Some(bad) = text
-            .chars()
-            .find(|c| !('!'..='~').contains(c) || *c == '[' || *c == '\\')
-        {
-            return Err(format!(
-                "mail: bad character in domain-literal: {}",
-                go_quote_rune(bad)
-            ));
-        }
         self.s = &self.s[end + 1..];
-        if !super::names::is_ip(text) {
-            return Err(format!(
-                "mail: invalid IP address in domain-literal: {}",
-                super::go::strconv_quote(text)
-            ));
+        let quoted = super::go::strconv_quote(text);
+        match text.strip_prefix("IPv6:") {
+            // Go checks for a 16-byte address, which any address it parses is.
+            Some(ip) if !super::names::is_ip(ip) => {
+                Err(format!("mail: invalid IPv6 address in domain-literal: {quoted}"))
+            }
+            Some(_) => Ok(format!("[{text}]")),
+            // Otherwise only IPv4 (or IPv4-mapped IPv6) is accepted.
+            None if !is_ipv4(text) => Err(format!("mail: invalid IP address in domain-literal: {quoted}")),
+            None => Ok(format!("[{text}]")),
         }
-        Ok(format!("[{text}]"))
     }
 
     /// `local@domain`; the position is restored on error by the caller.
@@ -149,9 +157,10 @@ impl Parser<'_> {
             return Err("mail: no addr-spec".to_string());
         }
         let local = if self.peek() == Some('"') {
-            let local = self.quoted_string()?;
+            // Go replaces any error here by this one when nothing was read.
+            let local = self.quoted_string().unwrap_or_default();
             if local.is_empty() {
-                return Err("mail: empty quoted-string in addr-spec".to_string());
+                return Err("mail: empty quoted string in addr-spec".to_string());
             }
             local
         } else {
@@ -235,6 +244,24 @@ impl Parser<'_> {
             return Err("mail: unclosed angle-addr".to_string());
         }
         Ok(spec)
+    }
+}
+
+/// RFC 5322 VCHAR as Go reads it: visible ASCII and any non-ASCII character.
+fn is_vchar(c: char) -> bool {
+    ('!'..='~').contains(&c) || !c.is_ascii()
+}
+
+fn is_wsp(c: char) -> bool {
+    c == ' ' || c == '\t'
+}
+
+/// Whether Go's `net.ParseIP(text).To4()` is non-nil: IPv4, or IPv4-mapped IPv6.
+fn is_ipv4(text: &str) -> bool {
+    match text.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => true,
+        Ok(std::net::IpAddr::V6(v6)) => v6.to_ipv4_mapped().is_some(),
+        Err(_) => false,
     }
 }
 

@@ -259,6 +259,64 @@ fn ip_addresses_and_emails() {
             bad_email("foo@example.com (Foo)", only),
         ),
         (email(" foo@example.com"), bad_email(" foo@example.com", only)),
+        (email("foo@[IPv6:2001:db8::1]"), ""),
+        (
+            email("test@.com"),
+            bad_email("test@.com", "mail: missing '@' or angle-addr"),
+        ),
+        (
+            email("test@domain..com"),
+            bad_email("test@domain..com", "mail: missing '@' or angle-addr"),
+        ),
+        (
+            email("\"\"@example.com"),
+            bad_email("\"\"@example.com", "mail: missing '@' or angle-addr"),
+        ),
+        (
+            email("\"foo\"@example.com"),
+            bad_email("\"foo\"@example.com", only),
+        ),
+        (
+            email("<foo@[300.1.1.1]>"),
+            bad_email(
+                "<foo@[300.1.1.1]>",
+                r#"mail: invalid IP address in domain-literal: "300.1.1.1""#,
+            ),
+        ),
+        (
+            email("<foo@[::1]>"),
+            bad_email(
+                "<foo@[::1]>",
+                r#"mail: invalid IP address in domain-literal: "::1""#,
+            ),
+        ),
+        (
+            email("<foo@[IPv6:x]>"),
+            bad_email(
+                "<foo@[IPv6:x]>",
+                r#"mail: invalid IPv6 address in domain-literal: "IPv6:x""#,
+            ),
+        ),
+        (
+            email("<foo@[1.2.3.4>"),
+            bad_email("<foo@[1.2.3.4>", "mail: unclosed domain-literal"),
+        ),
+        (
+            email("<foo@[1 2]>"),
+            bad_email("<foo@[1 2]>", "mail: bad character in domain-literal: ' '"),
+        ),
+        (
+            // Go reports a bad quoted local part as an empty one.
+            email("<\"a\\\u{1}\"@b>"),
+            bad_email("<\"a\\\u{1}\"@b>", "mail: empty quoted string in addr-spec"),
+        ),
+        (
+            email("\"a\u{1}\" <b@c>"),
+            bad_email(
+                "\"a\u{1}\" <b@c>",
+                r"mail: missing word in phrase: mail: bad character in quoted-string: '\x01'",
+            ),
+        ),
     ]);
 }
 
