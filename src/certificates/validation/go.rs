@@ -206,12 +206,25 @@ pub fn strconv_quote(s: &str) -> String {
             '\t' => out.push_str("\\t"),
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if !is_go_printable(c) && (c as u32) < 0x10000 => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c if !is_go_printable(c) => out.push_str(&format!("\\U{:08x}", c as u32)),
             c => out.push(c),
         }
     }
     out.push('"');
     out
+}
+
+/// An approximation of Go's `strconv.IsPrint` without Unicode tables: control characters,
+/// spaces other than U+0020, and the common invisible format characters are not printable.
+fn is_go_printable(c: char) -> bool {
+    let invisible = matches!(
+        c,
+        '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{e0001}'..='\u{e007f}'
+    );
+    !(c.is_control() || (c.is_whitespace() && c != ' ') || invisible)
 }
 
 /// Go's `json.Marshal` of a string: as JSON, with `<`, `>`, `&`, U+2028 and U+2029 escaped.

@@ -83,6 +83,10 @@ fn field_errors_read_as_apimachinery_prints_them() {
             FieldError::invalid("spec.a", Value::Str("tab\there\u{1}".into()), ""),
             r#"spec.a: Invalid value: "tab\there\x01""#,
         ),
+        (
+            FieldError::invalid("spec.a", Value::Str("é\u{200b}\u{a0}\u{e0001}".into()), ""),
+            r#"spec.a: Invalid value: "é\u200b\u00a0\U000e0001""#,
+        ),
     ];
     for (error, want) in cases {
         assert_eq!(error.to_string(), want);
