@@ -8,3 +8,4 @@ pub mod keys;
 pub mod matching;
 pub mod policy;
 pub mod renewal;
+pub mod validation;
