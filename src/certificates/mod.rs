@@ -4,3 +4,4 @@
 pub mod keys;
 pub mod policy;
 pub mod renewal;
+pub mod secret;
