@@ -184,13 +184,11 @@ fn put_output_formats(
     for format in &crt.spec.additional_output_formats {
         match format.type_.as_str() {
             "DER" => {
-                let der =
-                    output_format_der(secret_data.private_key).ok_or(BodyError::KeyNotPem)?;
+                let der = output_format_der(secret_data.private_key).ok_or(BodyError::KeyNotPem)?;
                 out.insert(data::KEY_DER.to_string(), ByteString(der));
             }
             "CombinedPEM" => {
-                let combined =
-                    output_format_combined_pem(secret_data.private_key, secret_data.certificate);
+                let combined = output_format_combined_pem(secret_data.private_key, secret_data.certificate);
                 out.insert(data::COMBINED_PEM.to_string(), ByteString(combined));
             }
             other => return Err(BodyError::UnknownOutputFormat(other.to_string())),
@@ -229,8 +227,7 @@ fn put_keystores(
         }
         let store = store.ok_or(BodyError::KeystoreMissing(kind))?;
         out.insert(keystore_key.to_string(), bytes(&store.keystore));
-        if let Some(truststore) = store.truststore.as_ref().filter(|_| !secret_data.ca.is_empty())
-        {
+        if let Some(truststore) = store.truststore.as_ref().filter(|_| !secret_data.ca.is_empty()) {
             out.insert(truststore_key.to_string(), bytes(truststore));
         }
     }

@@ -192,7 +192,10 @@ fn key_set_mismatch(
         ));
     }
     let extra: BTreeSet<String> = owned.difference(expected).cloned().collect();
-    Some(format!("Secret has these extra {extra_what}: {}", go_list(&extra)))
+    Some(format!(
+        "Secret has these extra {extra_what}: {}",
+        go_list(&extra)
+    ))
 }
 
 fn managed_labels_and_annotations(input: &Input<'_>) -> Option<Violation> {
@@ -234,10 +237,7 @@ fn secret_template(input: &Input<'_>) -> Option<Violation> {
     let mismatch = |expected: &BTreeMap<String, String>, actual: Option<&BTreeMap<_, _>>| {
         first_differing_key(expected, actual.unwrap_or(&BTreeMap::new())).is_some()
     };
-    let message = if mismatch(
-        &template.annotations,
-        input.secret.metadata.annotations.as_ref(),
-    ) {
+    let message = if mismatch(&template.annotations, input.secret.metadata.annotations.as_ref()) {
         "Certificate's SecretTemplate Annotations missing or incorrect value on Secret"
     } else if mismatch(&template.labels, input.secret.metadata.labels.as_ref()) {
         "Certificate's SecretTemplate Labels missing or incorrect value on Secret"
@@ -258,8 +258,9 @@ fn secret_template_managed_fields(input: &Input<'_>) -> Option<Violation> {
     };
     let (labels, annotations) = (user_keys(labels), user_keys(annotations));
     let template = input.certificate.spec.secret_template.as_ref();
-    let expected_labels: BTreeSet<String> =
-        template.map(|t| t.labels.keys().cloned().collect()).unwrap_or_default();
+    let expected_labels: BTreeSet<String> = template
+        .map(|t| t.labels.keys().cloned().collect())
+        .unwrap_or_default();
     let expected_annotations: BTreeSet<String> = template
         .map(|t| t.annotations.keys().cloned().collect())
         .unwrap_or_default();
@@ -275,8 +276,7 @@ fn secret_template_managed_fields(input: &Input<'_>) -> Option<Violation> {
         .map(|message| Violation::new(reason::SECRET_TEMPLATE_MISMATCH, message))
 }
 
-const OUTPUT_FORMATS_DATA_MESSAGE: &str =
-    "Certificate's AdditionalOutputFormats doesn't match Secret Data";
+const OUTPUT_FORMATS_DATA_MESSAGE: &str = "Certificate's AdditionalOutputFormats doesn't match Secret Data";
 const OUTPUT_FORMATS_MANAGED_MESSAGE: &str =
     "Certificate's AdditionalOutputFormats doesn't match Secret ManagedFields";
 
@@ -388,8 +388,7 @@ fn keystore_mismatch(
     match spec {
         Some(true) => {
             let ca_known = secret.data.as_ref().is_some_and(|d| d.contains_key(data::CA_CRT));
-            let incomplete =
-                !has_data(secret, keystore) || (!has_data(secret, truststore) && ca_known);
+            let incomplete = !has_data(secret, keystore) || (!has_data(secret, truststore) && ca_known);
             incomplete.then(|| format!("{kind} Keystore key does not contain data"))
         }
         Some(false) => any.then(|| format!("{kind} Keystore create disabled")),
@@ -408,20 +407,18 @@ fn keystore_format(input: &Input<'_>) -> Option<Violation> {
             .iter()
             .any(|(k, t)| has_data(secret, k) || has_data(secret, t))
             .then(|| "Keystore is not defined".to_string()),
-        Some(keystores) => keystore_mismatch(
-            keystores.jks.as_ref().map(|k| k.create),
-            secret,
-            stores[0],
-            "JKS",
-        )
-        .or_else(|| {
-            keystore_mismatch(
-                keystores.pkcs12.as_ref().map(|k| k.create),
-                secret,
-                stores[1],
-                "PKCS12",
+        Some(keystores) => {
+            keystore_mismatch(keystores.jks.as_ref().map(|k| k.create), secret, stores[0], "JKS").or_else(
+                || {
+                    keystore_mismatch(
+                        keystores.pkcs12.as_ref().map(|k| k.create),
+                        secret,
+                        stores[1],
+                        "PKCS12",
+                    )
+                },
             )
-        }),
+        }
     }?;
     Some(Violation::new(reason::SECRET_MISMATCH, message))
 }

@@ -11,8 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use x509_parser::der_parser::Oid;
 use x509_parser::extensions::GeneralName;
 use x509_parser::oid_registry::{
-    OID_X509_COMMON_NAME, OID_X509_COUNTRY_NAME, OID_X509_LOCALITY_NAME,
-    OID_X509_ORGANIZATIONAL_UNIT, OID_X509_ORGANIZATION_NAME, OID_X509_POSTAL_CODE, OID_X509_SERIALNUMBER,
+    OID_X509_COMMON_NAME, OID_X509_COUNTRY_NAME, OID_X509_LOCALITY_NAME, OID_X509_ORGANIZATION_NAME,
+    OID_X509_ORGANIZATIONAL_UNIT, OID_X509_POSTAL_CODE, OID_X509_SERIALNUMBER,
     OID_X509_STATE_OR_PROVINCE_NAME, OID_X509_STREET_ADDRESS,
 };
 use x509_parser::prelude::{FromDer, X509Certificate, X509Name};
@@ -44,15 +44,12 @@ fn certificate_ders(pem_bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
 
 /// The certificate details annotations for the leaf (the first certificate) of the PEM chain
 /// in `chain_pem`; empty for empty input, as cert-manager does when `tls.crt` is empty.
-pub fn certificate_details_annotations(
-    chain_pem: &[u8],
-) -> Result<BTreeMap<String, String>, DecodeError> {
+pub fn certificate_details_annotations(chain_pem: &[u8]) -> Result<BTreeMap<String, String>, DecodeError> {
     if chain_pem.is_empty() {
         return Ok(BTreeMap::new());
     }
     let ders = certificate_ders(chain_pem)?;
-    let (_, leaf) =
-        X509Certificate::from_der(&ders[0]).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let (_, leaf) = X509Certificate::from_der(&ders[0]).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     Ok(annotations_for_certificate(&leaf))
 }
 
@@ -134,7 +131,10 @@ pub fn annotations_for_certificate(cert: &X509Certificate<'_>) -> BTreeMap<Strin
     );
     let lists = [
         (annotation::SUBJECT_ORGANIZATIONS, OID_X509_ORGANIZATION_NAME),
-        (annotation::SUBJECT_ORGANIZATIONAL_UNITS, OID_X509_ORGANIZATIONAL_UNIT),
+        (
+            annotation::SUBJECT_ORGANIZATIONAL_UNITS,
+            OID_X509_ORGANIZATIONAL_UNIT,
+        ),
         (annotation::SUBJECT_COUNTRIES, OID_X509_COUNTRY_NAME),
         (annotation::SUBJECT_PROVINCES, OID_X509_STATE_OR_PROVINCE_NAME),
         (annotation::SUBJECT_LOCALITIES, OID_X509_LOCALITY_NAME),

@@ -182,11 +182,7 @@ pub fn labels_and_annotations(
     for set in owned_by(secret, field_manager)? {
         let metadata = set.descend(&PathElement::field("metadata"));
         labels.extend(metadata.descend(&PathElement::field("labels")).field_names());
-        annotations.extend(
-            metadata
-                .descend(&PathElement::field("annotations"))
-                .field_names(),
-        );
+        annotations.extend(metadata.descend(&PathElement::field("annotations")).field_names());
     }
     Ok((labels, annotations))
 }

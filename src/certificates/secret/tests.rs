@@ -6,8 +6,7 @@ use rcgen::{CertificateParams, DnType, KeyPair, SanType};
 
 use super::*;
 use crate::api::certmanager::{
-    AdditionalOutputFormat, CertificateSpec, JksKeystore, Keystores, Pkcs12Keystore,
-    SecretTemplate,
+    AdditionalOutputFormat, CertificateSpec, JksKeystore, Keystores, Pkcs12Keystore, SecretTemplate,
 };
 use crate::pki::keys::{Encoding, Key, KeySpec};
 
@@ -40,7 +39,11 @@ pub(crate) fn leaf(spec: &Leaf) -> (String, String) {
         .iter()
         .map(|d| SanType::DnsName(ia5(d)))
         .chain(spec.emails.iter().map(|e| SanType::Rfc822Name(ia5(e))))
-        .chain(spec.ips.iter().map(|ip| SanType::IpAddress(ip.parse::<IpAddr>().unwrap())))
+        .chain(
+            spec.ips
+                .iter()
+                .map(|ip| SanType::IpAddress(ip.parse::<IpAddr>().unwrap())),
+        )
         .chain(spec.uris.iter().map(|u| SanType::URI(ia5(u))))
         .collect();
     let cert = params.self_signed(&pair).unwrap();
@@ -192,8 +195,7 @@ fn body_metadata_and_data_keys() {
             issuer_kind: row.issuer.1,
             issuer_group: row.issuer.2,
         };
-        let body =
-            secret_body(&crt, &input, &KeystoreData::default(), BodyOptions::default()).unwrap();
+        let body = secret_body(&crt, &input, &KeystoreData::default(), BodyOptions::default()).unwrap();
         let mut annotations = plain_details();
         annotations.extend(row.extra_annotations);
         assert_eq!(data_keys(&body), row.data_keys, "{}", row.name);
@@ -256,8 +258,7 @@ fn additional_output_formats() {
             certificate: crt_pem.as_bytes(),
             ..SecretData::default()
         };
-        let body =
-            secret_body(&crt, &input, &KeystoreData::default(), BodyOptions::default()).unwrap();
+        let body = secret_body(&crt, &input, &KeystoreData::default(), BodyOptions::default()).unwrap();
         let mut keys = vec!["tls.crt", "tls.key"];
         keys.extend(expected.iter().map(|(k, _)| *k));
         keys.sort();
@@ -366,7 +367,11 @@ fn keystores_are_placed_as_asked() {
             ca: if ca == "ca" { b"ca" } else { b"" },
             ..SecretData::default()
         };
-        let given = if ca == "missing" { KeystoreData::default() } else { both.clone() };
+        let given = if ca == "missing" {
+            KeystoreData::default()
+        } else {
+            both.clone()
+        };
         let got = secret_body(&crt, &input, &given, BodyOptions::default()).map(|body| {
             body.data
                 .unwrap()
@@ -440,12 +445,15 @@ fn certificate_details_annotations_of_a_leaf() {
     let postal = DnType::CustomDnType(vec![2, 5, 4, 17]);
     let serial = DnType::CustomDnType(vec![2, 5, 4, 5]);
     let rows = [
-        (Leaf::default(), vec![
-            ("cert-manager.io/alt-names", ""),
-            ("cert-manager.io/common-name", ""),
-            ("cert-manager.io/ip-sans", ""),
-            ("cert-manager.io/uri-sans", ""),
-        ]),
+        (
+            Leaf::default(),
+            vec![
+                ("cert-manager.io/alt-names", ""),
+                ("cert-manager.io/common-name", ""),
+                ("cert-manager.io/ip-sans", ""),
+                ("cert-manager.io/uri-sans", ""),
+            ],
+        ),
         (
             Leaf {
                 cn: "web.example.com",
@@ -477,7 +485,10 @@ fn certificate_details_annotations_of_a_leaf() {
                 ("cert-manager.io/subject-provinces", "England"),
                 ("cert-manager.io/subject-serialnumber", "42"),
                 ("cert-manager.io/subject-streetaddresses", "\" 10 Downing St\""),
-                ("cert-manager.io/uri-sans", "spiffe://cluster.local/ns/apps/sa/web"),
+                (
+                    "cert-manager.io/uri-sans",
+                    "spiffe://cluster.local/ns/apps/sa/web",
+                ),
             ],
         ),
     ];
