@@ -239,7 +239,8 @@ fn additional_output_formats() {
     assert!(key_pem.starts_with("-----BEGIN EC PRIVATE KEY-----\n"));
     let combined = format!("{key_pem}\n{crt_pem}");
     let der = pem_body_der(&key_pem);
-    let rows: [(&[&str], Vec<(&str, &[u8])>); 4] = [
+    type Row<'a> = (&'a [&'a str], Vec<(&'a str, &'a [u8])>);
+    let rows: [Row<'_>; 4] = [
         (&[], vec![]),
         (&["DER"], vec![("key.der", &der)]),
         (&["CombinedPEM"], vec![("tls-combined.pem", combined.as_bytes())]),
@@ -261,7 +262,7 @@ fn additional_output_formats() {
         let body = secret_body(&crt, &input, &KeystoreData::default(), BodyOptions::default()).unwrap();
         let mut keys = vec!["tls.crt", "tls.key"];
         keys.extend(expected.iter().map(|(k, _)| *k));
-        keys.sort();
+        keys.sort_unstable();
         assert_eq!(data_keys(&body), keys, "{types:?}");
         for (key, value) in expected {
             assert_eq!(data(&body, key), value, "{types:?} {key}");
@@ -327,7 +328,12 @@ fn keystores_are_placed_as_asked() {
         pkcs12: Some(store("p12")),
         jks: Some(store("jks")),
     };
-    let rows: [(Option<Keystores>, &str, Result<Vec<(&str, &str)>, BodyError>); 6] = [
+    type Row = (
+        Option<Keystores>,
+        &'static str,
+        Result<Vec<(&'static str, &'static str)>, BodyError>,
+    );
+    let rows: [Row; 6] = [
         (None, "ca", Ok(vec![])),
         (
             keystores(Some(true), Some(true)),
@@ -393,7 +399,8 @@ fn keystores_are_placed_as_asked() {
 #[test]
 fn body_errors() {
     let (crt_pem, key_pem) = plain_leaf();
-    let rows: [(&[&str], &[u8], &[u8], &str); 4] = [
+    type Row<'a> = (&'a [&'a str], &'a [u8], &'a [u8], &'a str);
+    let rows: [Row<'_>; 4] = [
         (
             &["PKCS12"],
             key_pem.as_bytes(),
@@ -520,7 +527,7 @@ fn csv_joins_as_go_writes_it() {
         (&["\\.", "\\.x"], "\"\\.\",\\.x"),
     ];
     for (values, expected) in rows {
-        let values: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+        let values: Vec<String> = values.iter().map(std::string::ToString::to_string).collect();
         assert_eq!(join_csv(&values), expected, "{values:?}");
     }
 }

@@ -349,7 +349,7 @@ fn managed_labels_and_annotations() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"]["f:labels"]["f:cert-manager.io/extra"] = json!({});
-                    })
+                    });
                 },
                 Some((
                     "SecretManagedMetadataMismatch",
@@ -363,7 +363,7 @@ fn managed_labels_and_annotations() {
                         let a = m["f:metadata"]["f:annotations"].as_object_mut().unwrap();
                         a.remove("f:cert-manager.io/uri-sans");
                         a.remove("f:cert-manager.io/ip-sans");
-                    })
+                    });
                 },
                 Some((
                     "SecretManagedMetadataMismatch",
@@ -375,7 +375,7 @@ fn managed_labels_and_annotations() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"]["f:annotations"]["f:cert-manager.io/email-sans"] = json!({});
-                    })
+                    });
                 },
                 Some((
                     "SecretManagedMetadataMismatch",
@@ -389,7 +389,7 @@ fn managed_labels_and_annotations() {
                         let a = m["f:metadata"]["f:annotations"].as_object_mut().unwrap();
                         a.remove("f:cert-manager.io/certificate-name");
                         a.remove("f:cert-manager.io/issuer-kind");
-                    })
+                    });
                 },
                 None,
             ),
@@ -399,7 +399,7 @@ fn managed_labels_and_annotations() {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"]["f:labels"]["f:other"] = json!({});
                         m["f:metadata"]["f:annotations"]["f:example.com/x"] = json!({});
-                    })
+                    });
                 },
                 None,
             ),
@@ -408,7 +408,7 @@ fn managed_labels_and_annotations() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"] = json!(1);
-                    })
+                    });
                 },
                 Some((
                     "ManagedFieldsParseError",
@@ -549,7 +549,7 @@ fn secret_template_managed_fields() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"]["f:labels"] = json!("x");
-                    })
+                    });
                 },
                 Some((
                     "ManagedFieldsParseError",
@@ -667,7 +667,7 @@ fn additional_output_formats_managed_fields() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:data"].as_object_mut().unwrap().remove("f:key.der");
-                    })
+                    });
                 },
                 MANAGED_MISMATCH,
             ),
@@ -676,7 +676,7 @@ fn additional_output_formats_managed_fields() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:data"] = json!(true);
-                    })
+                    });
                 },
                 Some((
                     "ManagedFieldsParseError",
@@ -749,7 +749,7 @@ fn owner_reference_managed_field() {
                             .as_object_mut()
                             .unwrap()
                             .remove("f:ownerReferences");
-                    })
+                    });
                 },
                 Some((
                     "SecretOwnerRefMismatch",
@@ -792,7 +792,7 @@ fn owner_reference_managed_field() {
                 |f| {
                     edit_managed(&mut f.secret, |m| {
                         m["f:metadata"]["f:ownerReferences"] = json!({"k:[]": {}});
-                    })
+                    });
                 },
                 Some((
                     "ManagedFieldsParseError",
