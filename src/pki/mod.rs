@@ -3,6 +3,7 @@
 mod chain;
 mod csr;
 pub mod keys;
+pub mod keystore;
 mod signature;
 
 pub use chain::{Chain, ChainError, certificates_in, complete_chain};

@@ -1,0 +1,180 @@
+//! Keystores for a Certificate's Secret: PKCS#12 (`keystore.p12`, `truststore.p12`) and Java's
+//! JKS (`keystore.jks`, `truststore.jks`), with the contents cert-manager writes:
+//!
+//! - a keystore holds the private key with the issued chain (leaf first) and the CA certificates:
+//!   in PKCS#12 the CAs follow the chain as plain certificate bags; in JKS the key entry (alias
+//!   `certificate` unless `jks.alias` says otherwise, protected with the store password) carries
+//!   the chain and each CA is a trusted entry `ca`, `ca-1`, `ca-2`, ...;
+//! - a truststore holds the CA certificates only, and is written only when the CA is known
+//!   (`ca.crt` not empty): the truststore functions return `None` for an empty CA list.
+//!
+//! PKCS#12 profiles (`keystores.pkcs12.profile`): empty means `LegacyRC2`. `Modern2026` (PBMAC1,
+//! RFC 9579) is refused: see [`KeystoreError::Modern2026Unsupported`].
+//!
+//! Crypto: the project's one provider, aws-lc-rs, does the SHA-1 digests, HMACs, PBKDF2, AES and
+//! the randomness. It offers neither RC2 nor 3DES, which `LegacyRC2` and `LegacyDES` need (they
+//! exist for old Java and OpenSSL 1.x readers), nor the PKCS#12 key derivation of RFC 7292
+//! appendix B, so those come from RustCrypto crates (`rc2`, `des`, `cbc`, `pkcs12`'s `kdf` over
+//! `sha1`/`sha2`); the ASN.1 types are RustCrypto's `pkcs12`, `pkcs5` and `cms`. The
+//! `p12-keystore` crate was not used: it encrypts certificates and key with one algorithm, so it
+//! cannot write `LegacyRC2` (RC2-40 certificates, 3DES key), the default profile. No JKS crate was
+//! used either: `jks` pulls old duplicates of crates already here (asn1-rs 0.5, nom 7, syn 1,
+//! thiserror 1, sha1 0.10, rand 0.8) and the format written here is small; see `jks.rs`.
+
+mod jks;
+mod pkcs12;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::keys::Key;
+
+/// The encryption and MAC choices of a PKCS#12 store, as cert-manager names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pkcs12Profile {
+    /// RC2-40 for certificates, 3DES for the key, SHA-1 MAC (1 iteration), 2048 encryption
+    /// iterations, 8-byte salts. The default.
+    LegacyRc2,
+    /// 3DES for certificates and key; otherwise as `LegacyRc2`.
+    LegacyDes,
+    /// PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) for certificates and key, HMAC-SHA256 MAC,
+    /// 2048 iterations for both, 16-byte salts.
+    Modern2023,
+    /// PBES2 with a PBMAC1 MAC: refused when encoding (see the module doc).
+    Modern2026,
+}
+
+impl Pkcs12Profile {
+    /// The profile `keystores.pkcs12.profile` names; absent or empty means `LegacyRC2`.
+    pub fn parse(name: Option<&str>) -> Result<Self, KeystoreError> {
+        match name.unwrap_or_default() {
+            "" | "LegacyRC2" => Ok(Self::LegacyRc2),
+            "LegacyDES" => Ok(Self::LegacyDes),
+            "Modern2023" => Ok(Self::Modern2023),
+            "Modern2026" => Ok(Self::Modern2026),
+            other => Err(KeystoreError::UnknownProfile(other.to_string())),
+        }
+    }
+
+    /// The name cert-manager's API uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LegacyRc2 => "LegacyRC2",
+            Self::LegacyDes => "LegacyDES",
+            Self::Modern2023 => "Modern2023",
+            Self::Modern2026 => "Modern2026",
+        }
+    }
+
+    /// Whether stores of this profile can be written here (all but `Modern2026`).
+    pub fn check(self) -> Result<(), KeystoreError> {
+        match self {
+            Self::Modern2026 => Err(KeystoreError::Modern2026Unsupported),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeystoreError {
+    #[error(
+        "unknown PKCS#12 profile {0:?}: use LegacyRC2 (the default), LegacyDES, Modern2023 or Modern2026"
+    )]
+    UnknownProfile(String),
+    #[error(
+        "PKCS#12 profile Modern2026 is not supported: its PBMAC1 MAC (RFC 9579) cannot be written by \
+         this build's PKCS#12 encoder nor checked against OpenSSL 3.0 or Java 17 (reading it needs \
+         OpenSSL 3.4 or Java 26); use Modern2023"
+    )]
+    Modern2026Unsupported,
+    #[error("no certificate to put in the keystore")]
+    NoCertificate,
+    #[error("the keystore password has a character outside Unicode's Basic Multilingual Plane")]
+    Password,
+    #[error("a certificate cannot be read")]
+    Certificate(#[source] x509_parser::nom::Err<x509_parser::error::X509Error>),
+    #[error("the JKS alias must not be empty")]
+    EmptyAlias,
+    #[error("the JKS alias {0:?} is the name of a CA certificate entry (ca, ca-1, ...)")]
+    AliasTaken(String),
+    #[error("a keystore entry is too large for the JKS format")]
+    TooLarge,
+    #[error("encoding the keystore failed")]
+    Encoding(#[source] der::Error),
+    #[error("the crypto provider failed")]
+    Crypto,
+}
+
+impl From<der::Error> for KeystoreError {
+    fn from(error: der::Error) -> Self {
+        Self::Encoding(error)
+    }
+}
+
+impl From<aws_lc_rs::error::Unspecified> for KeystoreError {
+    fn from(_: aws_lc_rs::error::Unspecified) -> Self {
+        Self::Crypto
+    }
+}
+
+/// `keystore.p12`: the key, the chain (`chain[0]` is the leaf; DER) then the CAs (DER).
+pub fn pkcs12_keystore(
+    key: &Key,
+    chain: &[Vec<u8>],
+    ca: &[Vec<u8>],
+    password: &str,
+    profile: Pkcs12Profile,
+) -> Result<Vec<u8>, KeystoreError> {
+    pkcs12::keystore(key.pkcs8_der(), chain, ca, password, profile)
+}
+
+/// `truststore.p12`: the CAs (DER) marked as Java trust anchors; `None` when there is no CA
+/// (cert-manager then writes no truststore).
+pub fn pkcs12_truststore(
+    ca: &[Vec<u8>],
+    password: &str,
+    profile: Pkcs12Profile,
+) -> Result<Option<Vec<u8>>, KeystoreError> {
+    if ca.is_empty() {
+        return Ok(None);
+    }
+    pkcs12::truststore(ca, password, profile).map(Some)
+}
+
+/// The JKS alias of the key entry: `jks.alias`, or `certificate` when unset.
+pub const DEFAULT_JKS_ALIAS: &str = "certificate";
+
+/// `keystore.jks`: the key entry `alias` (default `certificate`) with the chain (leaf first;
+/// DER), the CAs as trusted entries `ca`, `ca-1`, ...; `created` is each entry's creation date.
+pub fn jks_keystore(
+    key: &Key,
+    chain: &[Vec<u8>],
+    ca: &[Vec<u8>],
+    password: &str,
+    alias: Option<&str>,
+    created: Timestamp,
+) -> Result<Vec<u8>, KeystoreError> {
+    let alias = alias.unwrap_or(DEFAULT_JKS_ALIAS);
+    jks::keystore(key.pkcs8_der(), chain, ca, password, alias, created)
+}
+
+/// `truststore.jks`: the CAs as trusted entries `ca`, `ca-1`, ...; `None` when there is no CA.
+pub fn jks_truststore(
+    ca: &[Vec<u8>],
+    password: &str,
+    created: Timestamp,
+) -> Result<Option<Vec<u8>>, KeystoreError> {
+    if ca.is_empty() {
+        return Ok(None);
+    }
+    jks::truststore(ca, password, created).map(Some)
+}
+
+/// Random bytes from the provider (salts, IVs).
+fn random<const N: usize>() -> Result<[u8; N], KeystoreError> {
+    let mut bytes = [0u8; N];
+    aws_lc_rs::rand::fill(&mut bytes)?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests;
