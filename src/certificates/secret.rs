@@ -9,6 +9,7 @@
 
 mod checks;
 mod details;
+mod keystores;
 mod managed_fields;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,10 @@ use crate::certificates::keys::{annotation, data, label};
 
 pub use checks::Input;
 pub use details::{DecodeError, annotations_for_certificate, certificate_details_annotations, join_csv};
+pub use keystores::{
+    EncodeError, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, encode_keystores,
+    keystore_password, password_secret_name,
+};
 pub use managed_fields::{FieldSet, ManagedFieldsError, PathElement};
 
 /// The Secret type cert-manager gives a Secret it creates.
