@@ -16,9 +16,10 @@ fn selector(name: &str, key: &str) -> SecretKeySelector {
 }
 
 fn password_secret(key: &str, value: &[u8]) -> Secret {
-    let mut secret = Secret::default();
-    secret.data = Some([(key.to_string(), ByteString(value.to_vec()))].into());
-    secret
+    Secret {
+        data: Some([(key.to_string(), ByteString(value.to_vec()))].into()),
+        ..Secret::default()
+    }
 }
 
 #[test]
