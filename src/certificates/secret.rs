@@ -22,7 +22,10 @@ use crate::api::certmanager::Certificate;
 use crate::certificates::keys::{annotation, data, label};
 
 pub use checks::Input;
-pub use details::{DecodeError, annotations_for_certificate, certificate_details_annotations, join_csv};
+pub use details::{
+    DecodeError, MAX_CERTIFICATES_PEM_BYTES, annotations_for_certificate, certificate_details_annotations,
+    join_csv,
+};
 pub use keystores::{
     EncodeError, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, encode_keystores,
     keystore_password, password_secret_name,
@@ -81,15 +84,23 @@ pub enum BodyError {
     KeystoreMissing(&'static str),
     #[error("failed to add additional output formats to Secret: unknown additional output format {0}")]
     UnknownOutputFormat(String),
-    #[error("failed to add additional output formats to Secret: the private key is not PEM")]
+    #[error(
+        "failed to add additional output formats to Secret: the private key is not PEM or is larger than 13000 bytes"
+    )]
     KeyNotPem,
     #[error(transparent)]
     Certificate(#[from] DecodeError),
 }
 
+/// The most PEM `tls.key` may hold: cert-manager's private key limit (internal/pem/decode.go).
+pub const MAX_PRIVATE_KEY_PEM_BYTES: usize = 13_000;
+
 /// `additionalOutputFormats: DER`: the DER of the first PEM block of `tls.key`, as stored (so
-/// PKCS#1 or SEC1 under the default encoding).
+/// PKCS#1 or SEC1 under the default encoding); `None` when it is not PEM or too large.
 pub fn output_format_der(private_key: &[u8]) -> Option<Vec<u8>> {
+    if private_key.len() > MAX_PRIVATE_KEY_PEM_BYTES {
+        return None;
+    }
     pem::parse(private_key).ok().map(pem::Pem::into_contents)
 }
 

@@ -400,7 +400,22 @@ fn keystores_are_placed_as_asked() {
 fn body_errors() {
     let (crt_pem, key_pem) = plain_leaf();
     type Row<'a> = (&'a [&'a str], &'a [u8], &'a [u8], &'a str);
-    let rows: [Row<'_>; 4] = [
+    // Just over cert-manager's limits: a padded chain and a padded key.
+    let big_chain = format!("{crt_pem}{}", " ".repeat(330_001 - crt_pem.len()));
+    let big_key = format!("{key_pem}{}", " ".repeat(13_001 - key_pem.len()));
+    let rows: [Row<'_>; 6] = [
+        (
+            &[],
+            key_pem.as_bytes(),
+            big_chain.as_bytes(),
+            "provided PEM data was larger than the maximum 330000B",
+        ),
+        (
+            &["DER"],
+            big_key.as_bytes(),
+            crt_pem.as_bytes(),
+            "failed to add additional output formats to Secret: the private key is not PEM or is larger than 13000 bytes",
+        ),
         (
             &["PKCS12"],
             key_pem.as_bytes(),
@@ -411,7 +426,7 @@ fn body_errors() {
             &["DER"],
             b"not a key",
             crt_pem.as_bytes(),
-            "failed to add additional output formats to Secret: the private key is not PEM",
+            "failed to add additional output formats to Secret: the private key is not PEM or is larger than 13000 bytes",
         ),
         (
             &[],
