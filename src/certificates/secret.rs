@@ -11,6 +11,7 @@ mod checks;
 mod details;
 mod keystores;
 mod managed_fields;
+mod repair;
 
 use std::collections::BTreeMap;
 
@@ -31,13 +32,14 @@ pub use keystores::{
     keystore_password, password_secret_name,
 };
 pub use managed_fields::{FieldSet, ManagedFieldsError, PathElement};
+pub use repair::{Repair, decide as decide_repair, secret_data_of};
 
 /// The Secret type cert-manager gives a Secret it creates.
 pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
 
 /// What one issuance stores: PEM bytes exactly as the CertificateRequest and key Secret hold
 /// them, and the names cert-manager records in annotations.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SecretData<'a> {
     /// The private key PEM (`tls.key`), in the encoding the Certificate asks for.
     pub private_key: &'a [u8],
@@ -154,6 +156,15 @@ pub fn secret_body(
         type_: Some(options.existing_type.unwrap_or(SECRET_TYPE_TLS).to_string()),
         ..Secret::default()
     })
+}
+
+/// The bytes under `key` in the Secret's data; empty when absent.
+pub(crate) fn data_of<'s>(secret: &'s Secret, key: &str) -> &'s [u8] {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map_or(&[], |v| v.0.as_slice())
 }
 
 fn bytes(value: &[u8]) -> ByteString {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::details::certificate_details_annotations;
 use super::managed_fields::{self, FieldSet, ManagedFieldsError, PathElement};
-use super::{certificate_owner_reference, output_format_combined_pem, output_format_der};
+use super::{certificate_owner_reference, data_of, output_format_combined_pem, output_format_der};
 use crate::api::certmanager::Certificate;
 use crate::certificates::keys::{annotation, data, label};
 use crate::certificates::policy::{Chain, Check, Violation, reason};
@@ -94,14 +94,6 @@ fn parse_error(err: &ManagedFieldsError) -> Violation {
         reason::MANAGED_FIELDS_PARSE_ERROR,
         format!("failed to decode managed fields on Secret: {err}"),
     )
-}
-
-fn data_of<'s>(secret: &'s Secret, key: &str) -> &'s [u8] {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(key))
-        .map_or(&[], |v| v.0.as_slice())
 }
 
 fn has_data(secret: &Secret, key: &str) -> bool {

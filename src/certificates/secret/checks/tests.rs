@@ -925,3 +925,81 @@ fn keystore_format() {
         ],
     );
 }
+
+#[test]
+fn repair_decision_as_ensure_secret_data() {
+    use crate::certificates::secret::{Repair, decide_repair};
+    type Edit = fn(&mut Fixture);
+    let rows: [(&str, Edit, &str); 5] = [
+        ("as issued", |_| {}, "nothing"),
+        (
+            "no tls.key, broken label: left to the trigger chain",
+            |f| {
+                data(f).remove("tls.key");
+                labels(f).insert("controller.cert-manager.io/fao".into(), "no".into());
+            },
+            "nothing",
+        ),
+        (
+            "broken label",
+            |f| {
+                labels(f).insert("controller.cert-manager.io/fao".into(), "no".into());
+            },
+            "reapply SecretBaseLabelsMismatch",
+        ),
+        (
+            "template changed",
+            |f| {
+                template(f).labels.insert("tier".into(), "front".into());
+            },
+            "reapply SecretSecretTemplateManagedFieldsMismatch",
+        ),
+        (
+            "managed fields do not parse",
+            |f| {
+                edit_managed(&mut f.secret, |m| m["f:data"] = json!(1));
+            },
+            "unrepairable SecretManagedLabelsAndAnnotationsManagedFieldsMismatch",
+        ),
+    ];
+    for (name, edit, expected) in rows {
+        let mut f = fixture();
+        edit(&mut f);
+        let input = Input {
+            certificate: &f.crt,
+            secret: &f.secret,
+            field_manager: MANAGER,
+            owner_ref_enabled: true,
+        };
+        let got = match decide_repair(&input) {
+            Repair::Nothing => "nothing".to_string(),
+            Repair::Reapply { check, data, .. } => {
+                // The re-apply writes the Secret's own material and recorded names.
+                assert_eq!(
+                    data.private_key,
+                    &f.secret.data.as_ref().unwrap()["tls.key"].0[..]
+                );
+                assert_eq!(
+                    data.certificate,
+                    &f.secret.data.as_ref().unwrap()["tls.crt"].0[..]
+                );
+                assert_eq!(data.ca, &f.secret.data.as_ref().unwrap()["ca.crt"].0[..]);
+                assert_eq!(
+                    (
+                        data.certificate_name,
+                        data.issuer_name,
+                        data.issuer_kind,
+                        data.issuer_group
+                    ),
+                    ("web", "cfssl", "ClusterIssuer", "cfssl-issuer.wikimedia.org"),
+                );
+                format!("reapply {check}")
+            }
+            Repair::Unrepairable { check, violation } => {
+                assert_eq!(violation.reason, "ManagedFieldsParseError");
+                format!("unrepairable {check}")
+            }
+        };
+        assert_eq!(got, expected, "{name}");
+    }
+}
