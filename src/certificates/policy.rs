@@ -64,17 +64,26 @@ pub fn evaluate<I>(chain: &Chain<I>, input: &I) -> Option<(&'static str, Violati
 mod tests {
     use super::*;
 
+    // A check takes its input by reference, whatever its size.
+    #[allow(clippy::trivially_copy_pass_by_ref)]
     fn odd(n: &u32) -> Option<Violation> {
         (n % 2 == 1).then(|| Violation::new(reason::INVALID_KEY_PAIR, format!("{n} is odd")))
     }
 
+    #[allow(clippy::trivially_copy_pass_by_ref)]
     fn big(n: &u32) -> Option<Violation> {
         (*n > 10).then(|| Violation::new(reason::EXPIRED, format!("{n} is big")))
     }
 
     const CHAIN: &Chain<u32> = &[
-        Check { name: "Odd", run: odd },
-        Check { name: "Big", run: big },
+        Check {
+            name: "Odd",
+            run: odd,
+        },
+        Check {
+            name: "Big",
+            run: big,
+        },
     ];
 
     #[test]

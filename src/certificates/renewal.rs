@@ -5,6 +5,13 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+pub use windows::{WindowError, within_windows};
+
+use crate::api::certmanager::RenewalWindow;
+
+pub mod cron;
+mod windows;
+
 /// `spec.renewal.policy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
@@ -17,10 +24,23 @@ pub enum Policy {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RenewalError {
-    #[error("unknown renewal policy {0:?}: use RenewBefore or Disabled")]
+    #[error("unsupported renewal policy: {0}")]
     UnknownPolicy(String),
     #[error("the certificate's notAfter is not after its notBefore")]
     NoLifetime,
+    #[error(transparent)]
+    Window(#[from] WindowError),
+}
+
+impl RenewalError {
+    /// The renewal time to use anyway: cert-manager still renews at the desired time when no
+    /// window fits it.
+    pub fn fallback(&self) -> Option<Timestamp> {
+        match self {
+            RenewalError::Window(WindowError::NoWindow { desired, .. }) => Some(*desired),
+            _ => None,
+        }
+    }
 }
 
 impl Policy {
@@ -67,7 +87,7 @@ pub fn renewal_time(
             renewal
                 .renew_before_percentage
                 .filter(|p| (1..100).contains(p))
-                .map(|p| SignedDuration::from_secs_f64(lifetime.as_secs_f64() * f64::from(p) / 100.0))
+                .map(|p| percent_of(lifetime, p))
         })
         .unwrap_or(lifetime / 3);
     let at = not_after
@@ -75,6 +95,29 @@ pub fn renewal_time(
         .map_err(|_| RenewalError::NoLifetime)?;
     // Truncated to the second, as cert-manager does.
     Ok(Some(Timestamp::from_second(at.as_second()).unwrap_or(at)))
+}
+
+/// `p` percent of `lifetime` as Go computes it: the nanoseconds as a float, truncated back.
+#[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
+fn percent_of(lifetime: SignedDuration, p: i32) -> SignedDuration {
+    let nanos = lifetime.as_nanos() as f64 * f64::from(p) / 100.0;
+    SignedDuration::from_nanos(nanos as i64)
+}
+
+/// [`renewal_time`] moved into the renewal `windows` (cert-manager's `RenewalTime` with a
+/// renewal spec). With no window fitting, the error carries the desired time as
+/// [`RenewalError::fallback`].
+pub fn renewal_time_in_windows(
+    not_before: Timestamp,
+    not_after: Timestamp,
+    renewal: Renewal,
+    policy: Policy,
+    windows: &[RenewalWindow],
+) -> Result<Option<Timestamp>, RenewalError> {
+    let Some(desired) = renewal_time(not_before, not_after, renewal, policy)? else {
+        return Ok(None);
+    };
+    Ok(Some(within_windows(not_before, not_after, desired, windows)?))
 }
 
 /// The least time after issuance before a renewal: multirootca backdates `notBefore` by five
@@ -133,3 +176,6 @@ pub fn backoff_remaining(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod properties;

@@ -7,11 +7,13 @@
 //! `RSA PRIVATE KEY` or SEC1 `EC PRIVATE KEY`; `PKCS8` writes `PRIVATE KEY`; Ed25519 is PKCS#8
 //! either way. aws-lc-rs generates RSA keys of 2048, 3072, 4096 and 8192 bits only.
 
-use aws_lc_rs::encoding::{AsDer, EcPrivateKeyRfc5915Der, Pkcs8V1Der};
+use aws_lc_rs::encoding::{AsDer, EcPrivateKeyRfc5915Der, Pkcs8V1Der, PublicKeyX509Der};
+use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::{self, KeySize};
 use aws_lc_rs::signature::{
-    ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, ECDSA_P521_SHA512_ASN1_SIGNING,
-    EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair,
+    ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING, ECDSA_P521_SHA256_ASN1_SIGNING,
+    ECDSA_P521_SHA384_ASN1_SIGNING, ECDSA_P521_SHA512_ASN1_SIGNING, EcdsaKeyPair, EcdsaSigningAlgorithm,
+    Ed25519KeyPair, KeyPair as _,
 };
 
 use crate::api::certmanager::PrivateKey;
@@ -57,6 +59,8 @@ pub enum KeyError {
     NotAKey(String),
     #[error("the {0} private key cannot be read")]
     Unreadable(&'static str),
+    #[error("cannot sign with {0} using a {1} key")]
+    CannotSign(&'static str, String),
 }
 
 impl KeySpec {
@@ -282,7 +286,95 @@ impl SignatureAlgorithm {
     }
 }
 
+impl SignatureAlgorithm {
+    /// The name `signatureAlgorithm` uses for it.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .into_iter()
+            .find(|(a, _)| *a == self)
+            .map_or("", |(_, n)| n)
+    }
+}
+
+impl Key {
+    /// The public key as a DER `SubjectPublicKeyInfo`.
+    pub fn public_key_der(&self) -> Result<Vec<u8>, KeyError> {
+        let name = self.spec.algorithm();
+        let der: PublicKeyX509Der<'static> = match self.spec {
+            KeySpec::Rsa(_) => rsa::KeyPair::from_pkcs8(&self.pkcs8)
+                .map_err(|_| KeyError::Unreadable(name))?
+                .public_key()
+                .as_der(),
+            KeySpec::Ecdsa(bits) => {
+                let curve = curve(bits).ok_or(KeyError::Unreadable(name))?;
+                EcdsaKeyPair::from_pkcs8(curve, &self.pkcs8)
+                    .map_err(|_| KeyError::Unreadable(name))?
+                    .public_key()
+                    .as_der()
+            }
+            KeySpec::Ed25519 => Ed25519KeyPair::from_pkcs8_maybe_unchecked(&self.pkcs8)
+                .map_err(|_| KeyError::Unreadable(name))?
+                .public_key()
+                .as_der(),
+        }
+        .map_err(|_| KeyError::Unreadable(name))?;
+        Ok(der.as_ref().to_vec())
+    }
+
+    /// A signature over `message` with `algorithm` (PKCS#1 v1.5 for RSA, DER for ECDSA). ECDSA
+    /// signs with the digest aws-lc-rs pairs with the curve: SHA-256 on P-256, SHA-384 on P-384,
+    /// and SHA-256, SHA-384 or SHA-512 on P-521; other pairs are refused.
+    pub fn sign(&self, algorithm: SignatureAlgorithm, message: &[u8]) -> Result<Vec<u8>, KeyError> {
+        use SignatureAlgorithm as A;
+        let name = self.spec.algorithm();
+        let refused = || KeyError::CannotSign(algorithm.name(), self.spec.describe());
+        match (self.spec, algorithm) {
+            (KeySpec::Rsa(_), A::Sha256WithRsa | A::Sha384WithRsa | A::Sha512WithRsa) => {
+                let padding: &'static dyn aws_lc_rs::signature::RsaEncoding = match algorithm {
+                    A::Sha256WithRsa => &aws_lc_rs::signature::RSA_PKCS1_SHA256,
+                    A::Sha384WithRsa => &aws_lc_rs::signature::RSA_PKCS1_SHA384,
+                    _ => &aws_lc_rs::signature::RSA_PKCS1_SHA512,
+                };
+                let key = rsa::KeyPair::from_pkcs8(&self.pkcs8).map_err(|_| KeyError::Unreadable(name))?;
+                let mut signature = vec![0; key.public_modulus_len()];
+                key.sign(padding, &SystemRandom::new(), message, &mut signature)
+                    .map_err(|_| refused())?;
+                Ok(signature)
+            }
+            (KeySpec::Ecdsa(bits), _) => {
+                let signing = match (bits, algorithm) {
+                    (256, A::EcdsaWithSha256) => &ECDSA_P256_SHA256_ASN1_SIGNING,
+                    (384, A::EcdsaWithSha384) => &ECDSA_P384_SHA384_ASN1_SIGNING,
+                    (521, A::EcdsaWithSha256) => &ECDSA_P521_SHA256_ASN1_SIGNING,
+                    (521, A::EcdsaWithSha384) => &ECDSA_P521_SHA384_ASN1_SIGNING,
+                    (521, A::EcdsaWithSha512) => &ECDSA_P521_SHA512_ASN1_SIGNING,
+                    _ => return Err(refused()),
+                };
+                let key =
+                    EcdsaKeyPair::from_pkcs8(signing, &self.pkcs8).map_err(|_| KeyError::Unreadable(name))?;
+                let signature = key.sign(&SystemRandom::new(), message).map_err(|_| refused())?;
+                Ok(signature.as_ref().to_vec())
+            }
+            (KeySpec::Ed25519, A::PureEd25519) => {
+                let key = Ed25519KeyPair::from_pkcs8_maybe_unchecked(&self.pkcs8)
+                    .map_err(|_| KeyError::Unreadable(name))?;
+                Ok(key.sign(message).as_ref().to_vec())
+            }
+            _ => Err(refused()),
+        }
+    }
+}
+
 impl KeySpec {
+    /// `RSA 2048`, `ECDSA 256`, `Ed25519`: for messages.
+    pub fn describe(self) -> String {
+        match self {
+            KeySpec::Rsa(bits) => format!("RSA {bits}"),
+            KeySpec::Ecdsa(bits) => format!("ECDSA {bits}"),
+            KeySpec::Ed25519 => "Ed25519".to_string(),
+        }
+    }
+
     /// The algorithm's name as `privateKey.algorithm` spells it.
     pub fn algorithm(self) -> &'static str {
         match self {

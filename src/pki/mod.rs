@@ -1,10 +1,14 @@
-//! PKI helpers: CSR checks, certificate chains, private keys and their encodings.
+//! PKI helpers: CSR checks, certificate chains, private keys and their encodings, and the CSR
+//! a Certificate spec asks for: its subject (`subject`, byte for byte as cert-manager's Go code
+//! writes it) and the signed request with its extensions (`request`).
 
 mod chain;
 mod csr;
 pub mod keys;
 pub mod keystore;
+pub mod request;
 mod signature;
+pub mod subject;
 
 pub use chain::{Chain, ChainError, certificates_in, complete_chain};
 pub use csr::{CheckedCsr, CsrError, MAX_CSR_BYTES, check_csr_pem};

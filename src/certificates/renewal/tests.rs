@@ -151,3 +151,38 @@ fn renewal_is_never_right_after_issuance() {
         assert_eq!(guarded(renewal, issued, not_after), want, "{row}");
     }
 }
+
+#[test]
+fn windows_apply_after_the_policy_and_a_missed_window_still_renews() {
+    let nb = at("2024-01-01T00:00:00Z");
+    let na = at("2024-01-31T00:00:00Z");
+    let window = |cron: &str| crate::api::certmanager::RenewalWindow {
+        cron: cron.into(),
+        window_duration: "2h".into(),
+        ..Default::default()
+    };
+    let placed = renewal_time_in_windows(
+        nb,
+        na,
+        Renewal::default(),
+        Policy::RenewBefore,
+        &[window("0 10 * * *")],
+    );
+    assert_eq!(placed, Ok(Some(at("2024-01-21T10:00:00Z"))));
+    let disabled = renewal_time_in_windows(
+        nb,
+        na,
+        Renewal::default(),
+        Policy::Disabled,
+        &[window("0 10 * * *")],
+    );
+    assert_eq!(disabled, Ok(None));
+    let missed = renewal_time_in_windows(
+        nb,
+        na,
+        Renewal::default(),
+        Policy::RenewBefore,
+        &[window("0 10 1 * *")],
+    );
+    assert_eq!(missed.unwrap_err().fallback(), Some(at("2024-01-21T00:00:00Z")));
+}

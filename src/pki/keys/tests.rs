@@ -272,3 +272,58 @@ fn signature_algorithm_table() {
         assert_eq!(SignatureAlgorithm::of(name, spec), want, "{row}");
     }
 }
+
+#[test]
+fn sign_verifies_with_the_public_key_or_refuses_the_pair() {
+    use SignatureAlgorithm as A;
+    use aws_lc_rs::signature::{self as sig, UnparsedPublicKey, VerificationAlgorithm};
+    use x509_parser::prelude::{FromDer, SubjectPublicKeyInfo};
+    let rsa = Key::generate(KeySpec::Rsa(2048)).unwrap();
+    let p256 = Key::generate(KeySpec::Ecdsa(256)).unwrap();
+    let p521 = Key::generate(KeySpec::Ecdsa(521)).unwrap();
+    let ed = Key::generate(KeySpec::Ed25519).unwrap();
+    let signs: Vec<(&Key, A, &'static dyn VerificationAlgorithm)> = vec![
+        (&rsa, A::Sha256WithRsa, &sig::RSA_PKCS1_2048_8192_SHA256),
+        (&rsa, A::Sha384WithRsa, &sig::RSA_PKCS1_2048_8192_SHA384),
+        (&rsa, A::Sha512WithRsa, &sig::RSA_PKCS1_2048_8192_SHA512),
+        (&p256, A::EcdsaWithSha256, &sig::ECDSA_P256_SHA256_ASN1),
+        (&p521, A::EcdsaWithSha256, &sig::ECDSA_P521_SHA256_ASN1),
+        (&p521, A::EcdsaWithSha384, &sig::ECDSA_P521_SHA384_ASN1),
+        (&p521, A::EcdsaWithSha512, &sig::ECDSA_P521_SHA512_ASN1),
+        (&ed, A::PureEd25519, &sig::ED25519),
+    ];
+    for (key, algorithm, verify) in signs {
+        let signature = key.sign(algorithm, b"message").unwrap();
+        // The SPKI's BIT STRING is the raw public key aws-lc-rs verifies with.
+        let spki = key.public_key_der().unwrap();
+        let (_, info) = SubjectPublicKeyInfo::from_der(&spki).unwrap();
+        let public = UnparsedPublicKey::new(verify, info.subject_public_key.data.to_vec());
+        assert!(public.verify(b"message", &signature).is_ok(), "{algorithm:?}");
+        assert!(public.verify(b"other", &signature).is_err(), "{algorithm:?}");
+    }
+    let refused = [
+        (
+            &p256,
+            A::EcdsaWithSha384,
+            "cannot sign with ECDSAWithSHA384 using a ECDSA 256 key",
+        ),
+        (
+            &p256,
+            A::EcdsaWithSha512,
+            "cannot sign with ECDSAWithSHA512 using a ECDSA 256 key",
+        ),
+        (
+            &rsa,
+            A::PureEd25519,
+            "cannot sign with PureEd25519 using a RSA 2048 key",
+        ),
+        (
+            &ed,
+            A::Sha256WithRsa,
+            "cannot sign with SHA256WithRSA using a Ed25519 key",
+        ),
+    ];
+    for (key, algorithm, message) in refused {
+        assert_eq!(key.sign(algorithm, b"m").unwrap_err().to_string(), message);
+    }
+}
