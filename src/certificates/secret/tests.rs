@@ -546,3 +546,74 @@ fn csv_joins_as_go_writes_it() {
         assert_eq!(join_csv(&values), expected, "{values:?}");
     }
 }
+
+/// cert-manager's own `AnnotationsForCertificate` case (secrets_test.go), with every subject
+/// attribute given twice; rcgen keeps one value per attribute, so openssl makes this leaf.
+#[test]
+fn certificate_details_annotations_of_a_multi_valued_subject() {
+    let subject = "/CN=cert-manager/O=Example Organization 1/O=Example Organization 2\
+        /OU=Example Organizational Unit 1/OU=Example Organizational Unit 2/C=AA/C=BB\
+        /ST=Province 1/ST=Province 2/L=City 1/L=City 2\
+        /street=1725 Slough Avenue, Suite 200, Scranton Business Park/street=123 Example St\
+        /postalCode=55555/postalCode=12345/serialNumber=12345678";
+    let sans = "subjectAltName=DNS:example.com,DNS:cert-manager.io,IP:1.1.1.1,IP:1.2.3.4,\
+        URI:spiffe.io//cert-manager.io/test,URI:spiffe.io//hello.world,\
+        email:test1@example.com,email:test2@cert-manager.io";
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ])
+        .args([
+            "-nodes",
+            "-keyout",
+            "/dev/null",
+            "-days",
+            "1",
+            "-subj",
+            subject,
+            "-addext",
+            sans,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let expected = [
+        ("cert-manager.io/common-name", "cert-manager"),
+        ("cert-manager.io/alt-names", "example.com,cert-manager.io"),
+        ("cert-manager.io/ip-sans", "1.1.1.1,1.2.3.4"),
+        (
+            "cert-manager.io/uri-sans",
+            "spiffe.io//cert-manager.io/test,spiffe.io//hello.world",
+        ),
+        (
+            "cert-manager.io/email-sans",
+            "test1@example.com,test2@cert-manager.io",
+        ),
+        (
+            "cert-manager.io/subject-organizations",
+            "Example Organization 1,Example Organization 2",
+        ),
+        (
+            "cert-manager.io/subject-organizationalunits",
+            "Example Organizational Unit 1,Example Organizational Unit 2",
+        ),
+        ("cert-manager.io/subject-countries", "AA,BB"),
+        ("cert-manager.io/subject-provinces", "Province 1,Province 2"),
+        ("cert-manager.io/subject-localities", "City 1,City 2"),
+        (
+            "cert-manager.io/subject-streetaddresses",
+            "\"1725 Slough Avenue, Suite 200, Scranton Business Park\",123 Example St",
+        ),
+        ("cert-manager.io/subject-postalcodes", "55555,12345"),
+        ("cert-manager.io/subject-serialnumber", "12345678"),
+    ];
+    assert_eq!(
+        certificate_details_annotations(&out.stdout).unwrap(),
+        map(&expected)
+    );
+}
