@@ -8,4 +8,5 @@ pub mod keys;
 pub mod matching;
 pub mod policy;
 pub mod renewal;
+pub mod secret;
 pub mod validation;
