@@ -4,6 +4,7 @@
 pub mod decode;
 #[cfg(test)]
 mod fixtures;
+pub mod go;
 pub mod keys;
 pub mod matching;
 pub mod policy;

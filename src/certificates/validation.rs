@@ -16,10 +16,8 @@
 //! Where Go iterates a map (secretTemplate labels and annotations) the errors come in key order;
 //! Go's order is random.
 
-mod cron;
 mod durations;
-mod go;
-mod literal_subject;
+
 mod mail;
 mod names;
 mod outputs;
@@ -32,8 +30,9 @@ use std::fmt;
 use k8s_openapi::jiff::SignedDuration;
 
 use crate::api::certmanager::{CertificateSpec, PrivateKey};
+use crate::certificates::go;
 
-pub use go::{GoDurationError, format_go_duration, parse_go_duration};
+pub use crate::certificates::go::{GoDurationError, format_go_duration, parse_go_duration};
 pub use schema::validate_schema;
 pub use spec::validate_webhook;
 

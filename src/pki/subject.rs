@@ -125,25 +125,40 @@ pub fn name_rdns(spec: &CertificateSpec) -> Vec<Rdn> {
     rdns
 }
 
-/// The RDNs of an RFC 4514 literal subject, most significant first (the reverse of the string).
-pub fn literal_rdns(literal: &str) -> Result<Vec<Rdn>, SubjectError> {
+/// An attribute of a literal subject: its OID, `None` when the type is neither one of
+/// cert-manager's names nor an OID (the webhook refuses those), and its value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiteralAttribute {
+    pub oid: Option<Vec<u64>>,
+    pub value: Vec<u8>,
+}
+
+/// The RDNs of an RFC 4514 literal subject, most significant first (the reverse of the string),
+/// unknown types kept for the caller to report.
+pub fn literal_attributes(literal: &str) -> Result<Vec<Vec<LiteralAttribute>>, SubjectError> {
     let parsed = dn::parse_dn(literal)?;
-    parsed
+    let rdns = parsed.into_iter().rev().map(|rdn| {
+        rdn.into_iter()
+            .map(|atv| LiteralAttribute {
+                oid: literal_type(&atv.attribute_type),
+                value: atv.value,
+            })
+            .collect()
+    });
+    Ok(rdns.collect())
+}
+
+/// The RDNs of an RFC 4514 literal subject, most significant first; an unknown type is refused.
+pub fn literal_rdns(literal: &str) -> Result<Vec<Rdn>, SubjectError> {
+    let known = |a: LiteralAttribute| match a.oid {
+        Some(oid) => Ok(Attribute { oid, value: a.value }),
+        None => Err(SubjectError::UnrecognizedKey(
+            String::from_utf8_lossy(&a.value).into_owned(),
+        )),
+    };
+    literal_attributes(literal)?
         .into_iter()
-        .rev()
-        .map(|rdn| {
-            rdn.into_iter()
-                .map(|atv| {
-                    let oid = literal_type(&atv.attribute_type).ok_or_else(|| {
-                        SubjectError::UnrecognizedKey(String::from_utf8_lossy(&atv.value).into_owned())
-                    })?;
-                    Ok(Attribute {
-                        oid,
-                        value: atv.value,
-                    })
-                })
-                .collect()
-        })
+        .map(|rdn| rdn.into_iter().map(known).collect())
         .collect()
 }
 

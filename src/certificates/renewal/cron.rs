@@ -14,18 +14,19 @@ use jiff::civil::{Date, DateTime, Time};
 use jiff::tz::{AmbiguousOffset, TimeZone};
 use jiff::{SignedDuration, Timestamp, ToSpan};
 
+use crate::certificates::go::{GoDurationError, parse_go_duration};
+
 /// Why a cron spec was refused; the texts are robfig's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CronError {
     #[error("empty spec string")]
     Empty,
-    #[error("provided bad location {0}: unknown time zone {0}")]
-    Location(String),
+    #[error("provided bad location {0}: {1}")]
+    Location(String, String),
     #[error("unrecognized descriptor: {0}")]
     Descriptor(String),
-    /// Go's own words for a bad duration after `@every `.
-    #[error("failed to parse duration {0}: time: invalid duration \"{1}\"")]
-    Every(String, String),
+    #[error("failed to parse duration {0}: {1}")]
+    Every(String, #[source] GoDurationError),
     /// robfig prints the fields as a Go slice.
     #[error("expected exactly 5 fields, found {found}: [{fields}]")]
     FieldCount { found: usize, fields: String },
@@ -112,7 +113,7 @@ impl Schedule {
         let (zone, rest) = match spec.strip_prefix("CRON_TZ=").or_else(|| spec.strip_prefix("TZ=")) {
             Some(prefixed) => {
                 let (name, rest) = prefixed.split_once(' ').unwrap_or((prefixed, ""));
-                let zone = TimeZone::get(name).map_err(|_| CronError::Location(name.to_string()))?;
+                let zone = load_location(name).map_err(|why| CronError::Location(name.to_string(), why))?;
                 (zone, rest.trim())
             }
             None => (TimeZone::UTC, spec),
@@ -154,6 +155,20 @@ impl Schedule {
     }
 }
 
+/// A zone by name as Go's `time.LoadLocation` finds it, with Go's error text: `""` and `UTC`
+/// are UTC, `Local` the machine's zone, anything else an IANA name in the zone database.
+pub fn load_location(name: &str) -> Result<TimeZone, String> {
+    match name {
+        "" | "UTC" => return Ok(TimeZone::UTC),
+        "Local" => return Ok(TimeZone::system()),
+        _ => {}
+    }
+    if name.contains("..") || name.starts_with('/') || name.starts_with('\\') {
+        return Err("time: invalid location name".to_string());
+    }
+    TimeZone::get(name).map_err(|_| format!("unknown time zone {name}"))
+}
+
 /// More DST gaps in a row than any zone has: the search stops rather than loop.
 const GAPS_IN_A_ROW: usize = 4;
 
@@ -177,9 +192,7 @@ fn every(spec: &str) -> Result<Kind, CronError> {
     let Some(text) = spec.strip_prefix("@every ") else {
         return Err(CronError::Descriptor(spec.to_string()));
     };
-    let parsed: SignedDuration = text
-        .parse()
-        .map_err(|_| CronError::Every(spec.to_string(), text.to_string()))?;
+    let parsed = parse_go_duration(text).map_err(|e| CronError::Every(spec.to_string(), e))?;
     // robfig rounds down to whole seconds and never waits less than one.
     let seconds = u64::try_from(parsed.as_secs()).unwrap_or(0).max(1);
     Ok(Kind::Every(Duration::from_secs(seconds)))

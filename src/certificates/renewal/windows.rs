@@ -9,13 +9,14 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::cron::{CronError, Schedule};
+use super::cron::{CronError, Schedule, load_location};
 use crate::api::certmanager::RenewalWindow;
+use crate::certificates::go::parse_go_duration;
 
 /// Why windows could not place a renewal; the messages are cert-manager's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WindowError {
-    #[error("error parsing timezone in window unknown time zone {0}")]
+    #[error("error parsing timezone in window {0}")]
     Timezone(String),
     #[error("error parsing cron in window failed to parse cron spec '{spec}': {source}")]
     Cron {
@@ -50,16 +51,12 @@ fn go_time(t: Timestamp) -> String {
 }
 
 fn window(spec: &RenewalWindow) -> Result<Window, WindowError> {
-    if !spec.timezone.is_empty() && jiff::tz::TimeZone::get(&spec.timezone).is_err() {
-        return Err(WindowError::Timezone(spec.timezone.clone()));
-    }
+    load_location(&spec.timezone).map_err(WindowError::Timezone)?;
     let schedule = Schedule::for_window(&spec.cron, &spec.timezone).map_err(|source| WindowError::Cron {
         spec: spec.cron.clone(),
         source,
     })?;
-    let open = spec
-        .window_duration
-        .parse::<SignedDuration>()
+    let open = parse_go_duration(&spec.window_duration)
         .ok()
         .filter(SignedDuration::is_positive)
         .ok_or_else(|| WindowError::Duration {

@@ -1,8 +1,8 @@
 //! cert-manager's `ValidateDuration`: lifetime and renewal point of a Certificate.
 
-use super::go::{format_go_duration, parse_go_duration};
 use super::{FieldError, Value};
 use crate::api::certmanager::CertificateSpec;
+use crate::certificates::go::{format_go_duration, parse_go_duration};
 
 const MIN_DURATION_NS: i64 = 3_600_000_000_000;
 const DEFAULT_DURATION_NS: i64 = 90 * 24 * MIN_DURATION_NS;

@@ -137,7 +137,7 @@ impl Parser<'_> {
         let end = end.ok_or("mail: unclosed domain-literal")?;
         let text = &self.s[..end];
         self.s = &self.s[end + 1..];
-        let quoted = super::go::strconv_quote(text);
+        let quoted = crate::certificates::go::strconv_quote(text);
         match text.strip_prefix("IPv6:") {
             // Go checks for a 16-byte address, which any address it parses is.
             Some(ip) if !super::names::is_ip(ip) => {
@@ -267,7 +267,7 @@ fn is_ipv4(text: &str) -> bool {
 
 /// Go's `%q` of a rune.
 fn go_quote_rune(c: char) -> String {
-    let quoted = super::go::strconv_quote(&c.to_string());
+    let quoted = crate::certificates::go::strconv_quote(&c.to_string());
     let inner = &quoted[1..quoted.len() - 1];
     let inner = if inner == "\\\"" {
         "\""
@@ -289,7 +289,7 @@ pub fn parse_address(text: &str) -> Result<String, String> {
     if !parser.s.is_empty() {
         return Err(format!(
             "mail: expected single address, got {}",
-            super::go::strconv_quote(parser.s)
+            crate::certificates::go::strconv_quote(parser.s)
         ));
     }
     Ok(address)

@@ -140,5 +140,5 @@ pub fn is_cidr(text: &str) -> bool {
 /// Whether cert-manager's `pki.ParseObjectIdentifier` accepts `text`: dot-separated parts,
 /// each a Go `strconv.Atoi` integer.
 pub fn is_oid(text: &str) -> bool {
-    !text.is_empty() && text.split('.').all(super::go::atoi_ok)
+    !text.is_empty() && text.split('.').all(crate::certificates::go::atoi_ok)
 }

@@ -1,9 +1,9 @@
 //! cert-manager's rules for what a Certificate writes besides the certificate: the Secret's
 //! template, name constraints, additional output formats and keystores.
 
-use super::go::json_strings;
 use super::{FieldError, Value, names};
 use crate::api::certmanager::{CertificateSpec, JksKeystore, NameConstraintItem, Pkcs12Keystore};
+use crate::certificates::go::json_strings;
 
 pub(super) fn secret_template(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
     let Some(template) = &spec.secret_template else {

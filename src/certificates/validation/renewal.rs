@@ -1,11 +1,11 @@
 //! cert-manager's `validateCertificateRenewal`: the policy, and each window's duration, time
 //! zone and cron syntax.
 
-use super::cron::{cron_error, load_location_error};
 use super::durations::duration_field;
-use super::go::json_string;
 use super::{FieldError, Value};
 use crate::api::certmanager::{CertificateSpec, RenewalWindow};
+use crate::certificates::go::json_string;
+use crate::certificates::renewal::cron::{Schedule, load_location};
 
 pub(super) fn renewal(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
     let Some(renewal) = &spec.renewal else { return };
@@ -39,14 +39,15 @@ fn window_errors(window: &RenewalWindow, path: &str, el: &mut Vec<FieldError>) {
     } else {
         duration_field(&duration_path, &window.window_duration, el);
     }
-    if !window.timezone.is_empty() && load_location_error(&window.timezone).is_some() {
+    if !window.timezone.is_empty() && load_location(&window.timezone).is_err() {
         el.push(FieldError::invalid(
             format!("{path}.timezone"),
             Value::Str(window.timezone.clone()),
             "invalid value for timezone. timezone must be IANA compliant",
         ));
     }
-    if let Some(e) = cron_error(&window.cron, &window.timezone) {
+    if let Err(e) = Schedule::for_window(&window.cron, &window.timezone) {
+        let e = format!("failed to parse cron spec '{}': {e}", window.cron);
         el.push(FieldError::invalid(
             format!("{path}.cron"),
             Value::Str(window.cron.clone()),

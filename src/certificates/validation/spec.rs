@@ -2,9 +2,10 @@
 //! Its feature gates (LiteralCertificateSubject, OtherNames, NameConstraints) are on by
 //! default and taken as on.
 
-use super::go::{json_string, json_strings};
-use super::{FieldError, Value, literal_subject, mail, names};
+use super::{FieldError, Value, mail, names};
 use crate::api::certmanager::{CertificateSpec, X509Subject};
+use crate::certificates::go::{json_string, json_strings};
+use crate::pki::subject::{COMMON_NAME, literal_attributes};
 
 /// Every error cert-manager's webhook reports for `spec`, paths under `spec`.
 pub fn validate_webhook(spec: &CertificateSpec) -> Vec<FieldError> {
@@ -104,25 +105,31 @@ fn subject_and_common_name(spec: &CertificateSpec, el: &mut Vec<FieldError>) -> 
         ));
     }
     let literal = Value::Str(spec.literal_subject.clone());
-    let rdns = match literal_subject::parse(&spec.literal_subject) {
+    // In cert-manager's order: most significant first, the reverse of the string.
+    let rdns = match literal_attributes(&spec.literal_subject) {
         Ok(rdns) => rdns,
         Err(e) => {
-            el.push(FieldError::invalid("spec.literalSubject", literal.clone(), e));
+            el.push(FieldError::invalid(
+                "spec.literalSubject",
+                literal.clone(),
+                e.to_string(),
+            ));
             Vec::new()
         }
     };
-    // cert-manager walks the RDN sequence reversed (last written first), the last CN it meets
-    // winning: the last CN of the first written RDN that has one.
+    // cert-manager walks that sequence, the last CN it meets winning: the last CN of the first
+    // written RDN that has one.
     let first_rdn_cn = rdns
         .iter()
-        .find_map(|rdn| rdn.iter().rev().find(|a| a.is_common_name()));
+        .rev()
+        .find_map(|rdn| rdn.iter().rev().find(|a| a.oid.as_deref() == Some(COMMON_NAME)));
     if let Some(cn) = first_rdn_cn {
-        common_name.clone_from(&cn.value);
+        common_name = String::from_utf8_lossy(&cn.value).into_owned();
     }
-    for attribute in rdns.iter().rev().flatten().filter(|a| a.oid.is_none()) {
+    for attribute in rdns.iter().flatten().filter(|a| a.oid.is_none()) {
         let msg = format!(
             "Literal subject contains unrecognized key with value [{}]",
-            attribute.value
+            String::from_utf8_lossy(&attribute.value)
         );
         el.push(FieldError::invalid("spec.literalSubject", literal.clone(), msg));
     }

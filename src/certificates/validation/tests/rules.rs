@@ -2,6 +2,7 @@
 //! and inputs the rule accepts with an empty message.
 
 use super::*;
+use crate::certificates::go;
 
 type Change = Box<dyn FnOnce(&mut CertificateSpec)>;
 
