@@ -11,7 +11,6 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::jiff::SignedDuration;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::der_parser::asn1_rs::{Any, Class, FromDer, Tag};
@@ -323,7 +322,8 @@ fn literal_subject_matches(subject: &X509Name<'_>, literal: &str) -> Result<bool
 
 /// Two Go durations are equal when they parse to the same length (`2160h` = `2160h0m0s`).
 fn durations_equal(a: &str, b: &str) -> bool {
-    match (a.parse::<SignedDuration>(), b.parse::<SignedDuration>()) {
+    use crate::certificates::go::parse_go_duration;
+    match (parse_go_duration(a), parse_go_duration(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     }

@@ -8,7 +8,7 @@
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer;
@@ -245,7 +245,8 @@ pub fn current_certificate_request_mismatches_spec(input: &Input) -> Option<Viol
     })
 }
 
-/// Renewing once the renewal time has come; never with `renewal.policy: Disabled`.
+/// Renewing once the renewal time has come; never with `renewal.policy: Disabled`. A window
+/// error (`WindowError`) renews at the time the windows could not place, as cert-manager does.
 pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
     with_certificate(input, |cert| {
         let spec = &input.certificate.spec;
@@ -260,38 +261,51 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
             renew_before: spec.renew_before.as_deref().and_then(go_duration),
             renew_before_percentage: spec.renew_before_percentage,
         };
+        let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
+        let plain = || renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
+        let at = Policy::parse(policy)
+            .and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows))
+            .map_err(|err| {
+                // A spec the windows cannot read renews at the plain time, reporting why.
+                let due = err.fallback().or_else(|| plain().ok().flatten());
+                (err, due)
+            });
         let scheduled = input
             .certificate
             .status
             .as_ref()
             .and_then(|s| s.renewal_time.as_ref());
-        let at = Policy::parse(policy).and_then(|p| renewal::renewal_time(not_before, not_after, renewal, p));
-        // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
-        let at = match at {
-            Err(RenewalError::NoLifetime) => Ok(Some(not_after)),
-            other => other,
-        };
-        match at {
-            Ok(Some(at)) if at <= input.now => Some(Violation::new(
-                reason::RENEWING,
-                format!(
-                    "Renewing certificate as renewal was scheduled at {}",
-                    go_time(scheduled)
-                ),
-            )),
-            Ok(_) => None,
-            Err(err) => Some(Violation::new(reason::WINDOW_ERROR, renewal_error(&err))),
-        }
+        due_violation(at, not_after, input.now, scheduled)
     })
 }
 
-/// cert-manager's wording for an unknown policy; our own for the rest.
-fn renewal_error(err: &RenewalError) -> String {
-    if let RenewalError::UnknownPolicy(policy) = err {
-        format!("unsupported renewal policy: {policy}")
-    } else {
-        err.to_string()
+/// The violation for a computed renewal time: none before it is due.
+fn due_violation(
+    at: Result<Option<Timestamp>, (RenewalError, Option<Timestamp>)>,
+    not_after: Timestamp,
+    now: Timestamp,
+    scheduled: Option<&Time>,
+) -> Option<Violation> {
+    match at {
+        // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
+        Err((RenewalError::NoLifetime, _)) if not_after <= now => Some(renewing(scheduled)),
+        Err((RenewalError::NoLifetime, _)) => None,
+        Ok(Some(at)) if at <= now => Some(renewing(scheduled)),
+        Err((err, due)) if due.is_none_or(|due| due <= now) => {
+            Some(Violation::new(reason::WINDOW_ERROR, err.to_string()))
+        }
+        _ => None,
     }
+}
+
+fn renewing(scheduled: Option<&Time>) -> Violation {
+    Violation::new(
+        reason::RENEWING,
+        format!(
+            "Renewing certificate as renewal was scheduled at {}",
+            go_time(scheduled)
+        ),
+    )
 }
 
 /// Readiness's last step: the certificate is past its `notAfter`.
@@ -307,9 +321,9 @@ pub fn current_certificate_has_expired(input: &Input) -> Option<Violation> {
     })
 }
 
-/// A Go duration (`720h`, `1h30m`), as the spec writes `renewBefore`.
+/// A Go duration (`renewBefore`), non-negative.
 fn go_duration(text: &str) -> Option<std::time::Duration> {
-    let signed: SignedDuration = text.parse().ok()?;
+    let signed = crate::certificates::go::parse_go_duration(text).ok()?;
     std::time::Duration::try_from(signed).ok()
 }
 

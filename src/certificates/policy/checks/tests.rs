@@ -82,6 +82,17 @@ fn set_policy(input: &mut Input, policy: &str) {
     });
 }
 
+fn set_window(input: &mut Input, cron: &str) {
+    input.certificate.spec.renewal = Some(RenewalSpec {
+        windows: vec![crate::api::certmanager::RenewalWindow {
+            cron: cron.to_string(),
+            window_duration: "2h".to_string(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+}
+
 const DSA_CSR: &[u8] = include_bytes!("testdata/dsa.csr");
 const DSA_CERT: &[u8] = include_bytes!("testdata/dsa.crt");
 
@@ -504,9 +515,56 @@ fn current_certificate_nearing_expiry_table() {
                 None,
             ),
             (
-                "unknown policy",
+                "unknown policy: not before the plain renewal time",
                 |i| set_policy(i, "Sometimes"),
+                None,
+            ),
+            (
+                "unknown policy: reported at the plain renewal time",
+                |i| {
+                    set_policy(i, "Sometimes");
+                    i.now = at("2026-03-02T00:00:00Z");
+                },
                 Some((reason::WINDOW_ERROR, "unsupported renewal policy: Sometimes")),
+            ),
+            (
+                "a window moves the renewal later",
+                |i| {
+                    set_window(i, "0 10 * * *");
+                    i.now = at("2026-03-02T09:59:59Z");
+                },
+                None,
+            ),
+            (
+                "renewing inside the window",
+                |i| {
+                    set_window(i, "0 10 * * *");
+                    i.now = at("2026-03-02T10:00:00Z");
+                },
+                Some((
+                    reason::RENEWING,
+                    "Renewing certificate as renewal was scheduled at <nil>",
+                )),
+            ),
+            (
+                "no window fits: renewing at the desired time with the window error",
+                |i| {
+                    set_window(i, "0 10 1 6 *");
+                    i.now = at("2026-03-02T00:00:00Z");
+                },
+                Some((
+                    reason::WINDOW_ERROR,
+                    "cannot find a time with the given windows between 2026-01-01 00:00:00 +0000 UTC and \
+                     2026-04-01 00:00:00 +0000 UTC for: 2026-03-02 00:00:00 +0000 UTC",
+                )),
+            ),
+            (
+                "no window fits: nothing before the desired time",
+                |i| {
+                    set_window(i, "0 10 1 6 *");
+                    i.now = at("2026-03-01T23:59:59Z");
+                },
+                None,
             ),
             (
                 "bad certificate",
