@@ -113,15 +113,7 @@ pub struct CertificateSpec {
     pub private_key: Option<PrivateKey>,
     /// Signature algorithm the issuer is asked to use; from the key when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    #[schemars(extend("enum" = [
-        "SHA256WithRSA",
-        "SHA384WithRSA",
-        "SHA512WithRSA",
-        "ECDSAWithSHA256",
-        "ECDSAWithSHA384",
-        "ECDSAWithSHA512",
-        "PureEd25519",
-    ]))]
+    #[schemars(extend("enum" = super::SIGNATURE_ALGORITHMS))]
     pub signature_algorithm: String,
     /// Annotations and labels to put on the Secret.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -262,6 +262,17 @@ fn integer(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "integer"})
 }
 
+/// The signature algorithms cert-manager's CRD allows in `signatureAlgorithm`, in its order.
+pub const SIGNATURE_ALGORITHMS: [&str; 7] = [
+    "SHA256WithRSA",
+    "SHA384WithRSA",
+    "SHA512WithRSA",
+    "ECDSAWithSHA256",
+    "ECDSAWithSHA384",
+    "ECDSAWithSHA512",
+    "PureEd25519",
+];
+
 /// The key usages cert-manager's CRDs allow in `usages`, in its order.
 pub const KEY_USAGES: [&str; 23] = [
     "signing",

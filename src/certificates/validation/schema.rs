@@ -2,24 +2,14 @@
 //! enumerated values (reported as `Unsupported value`) and the patterns and lengths of renewal
 //! windows (reported as `Invalid value` with kube-openapi's text).
 
-use super::spec::USAGES;
 use super::{FieldError, Value};
-use crate::api::certmanager::CertificateSpec;
+use crate::api::certmanager::{CertificateSpec, KEY_USAGES as USAGES, SIGNATURE_ALGORITHMS};
 
 const ALGORITHMS: &[&str] = &["RSA", "ECDSA", "Ed25519"];
 const ENCODINGS: &[&str] = &["PKCS1", "PKCS8"];
 const ROTATION_POLICIES: &[&str] = &["Never", "Always"];
 const PROFILES: &[&str] = &["LegacyRC2", "LegacyDES", "Modern2023", "Modern2026"];
 const OUTPUT_FORMATS: &[&str] = &["DER", "CombinedPEM"];
-const SIGNATURE_ALGORITHMS: &[&str] = &[
-    "SHA256WithRSA",
-    "SHA384WithRSA",
-    "SHA512WithRSA",
-    "ECDSAWithSHA256",
-    "ECDSAWithSHA384",
-    "ECDSAWithSHA512",
-    "PureEd25519",
-];
 const POLICIES: &[&str] = &["RenewBefore", "Disabled"];
 const WINDOW_DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(s|m|h))+$";
 
@@ -86,7 +76,7 @@ pub fn validate_schema(spec: &CertificateSpec) -> Vec<FieldError> {
     one_of(
         "spec.signatureAlgorithm",
         &spec.signature_algorithm,
-        SIGNATURE_ALGORITHMS,
+        &SIGNATURE_ALGORITHMS,
         &mut el,
     );
     for (i, usage) in spec.usages.iter().enumerate() {
@@ -94,7 +84,7 @@ pub fn validate_schema(spec: &CertificateSpec) -> Vec<FieldError> {
             el.push(FieldError::not_supported(
                 format!("spec.usages[{i}]"),
                 Value::Str(usage.clone()),
-                USAGES,
+                &USAGES,
             ));
         }
     }

@@ -3,7 +3,7 @@
 //! default and taken as on.
 
 use super::{FieldError, Value, mail, names};
-use crate::api::certmanager::{CertificateSpec, X509Subject};
+use crate::api::certmanager::{CertificateSpec, KEY_USAGES, X509Subject};
 use crate::certificates::go::{json_string, json_strings};
 use crate::pki::subject::{COMMON_NAME, literal_attributes};
 
@@ -261,36 +261,9 @@ fn signature_algorithm(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
     }
 }
 
-/// cert-manager's usage names (`util.KeyUsageType` / `ExtKeyUsageType`).
-pub const USAGES: &[&str] = &[
-    "signing",
-    "digital signature",
-    "content commitment",
-    "key encipherment",
-    "key agreement",
-    "data encipherment",
-    "cert sign",
-    "crl sign",
-    "encipher only",
-    "decipher only",
-    "any",
-    "server auth",
-    "client auth",
-    "code signing",
-    "email protection",
-    "s/mime",
-    "ipsec end system",
-    "ipsec tunnel",
-    "ipsec user",
-    "timestamping",
-    "ocsp signing",
-    "microsoft sgc",
-    "netscape sgc",
-];
-
 fn usages(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
     for (i, usage) in spec.usages.iter().enumerate() {
-        if !USAGES.contains(&usage.as_str()) {
+        if !KEY_USAGES.contains(&usage.as_str()) {
             el.push(FieldError::invalid(
                 format!("spec.usages[{i}]"),
                 Value::Json(json_string(usage)),
