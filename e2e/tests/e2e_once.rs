@@ -137,6 +137,16 @@ async fn issuer_churn_during_500_requests_signs_each_once() -> anyhow::Result<()
     Ok(())
 }
 
+/// Per replica, verb and resource, how many requests it made: what a failure needs to show.
+fn requests_per_replica(audit: &[AuditEntry]) -> BTreeMap<(String, String, String), usize> {
+    let mut counts = BTreeMap::new();
+    for e in audit {
+        let key = (e.user.clone(), format!("{:?}", e.verb), e.resource.clone());
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
 /// Per replica, when it first and last wrote anything but its Lease.
 fn write_spans(audit: &[AuditEntry]) -> BTreeMap<String, (Instant, Instant)> {
     let mut spans: BTreeMap<String, (Instant, Instant)> = BTreeMap::new();
@@ -235,9 +245,15 @@ async fn three_replicas_one_writer_at_a_time_none_signs_twice() -> anyhow::Resul
         "signed twice beyond what the killed replica had not saved"
     );
 
-    let spans = write_spans(&env.server().audit());
+    let audit = env.server().audit();
+    let spans = write_spans(&audit);
     eprintln!("write spans per replica: {spans:?}");
-    assert_eq!(spans.len(), 3, "each replica led in turn: {spans:?}");
+    assert_eq!(
+        spans.len(),
+        3,
+        "each replica led in turn: {spans:?}\nrequests per replica: {:?}",
+        requests_per_replica(&audit)
+    );
     let mut ordered: Vec<_> = spans.iter().collect();
     ordered.sort_by_key(|(_, (first, _))| *first);
     let order: Vec<&str> = ordered.iter().map(|(name, _)| name.as_str()).collect();
