@@ -3,7 +3,7 @@
 //! windows (reported as `Invalid value` with kube-openapi's text).
 
 use super::{FieldError, Value};
-use crate::api::certmanager::{CertificateSpec, KEY_USAGES as USAGES, SIGNATURE_ALGORITHMS};
+use crate::api::certmanager::{CertificateSpec, KEY_USAGES as USAGES, Renewal, SIGNATURE_ALGORITHMS};
 
 const ALGORITHMS: &[&str] = &["RSA", "ECDSA", "Ed25519"];
 const ENCODINGS: &[&str] = &["PKCS1", "PKCS8"];
@@ -56,22 +56,7 @@ pub fn validate_schema(spec: &CertificateSpec) -> Vec<FieldError> {
         );
     }
     if let Some(renewal) = &spec.renewal {
-        one_of("spec.renewal.policy", &renewal.policy, POLICIES, &mut el);
-        for (i, window) in renewal.windows.iter().enumerate() {
-            let path = format!("spec.renewal.windows[{i}]");
-            if window.cron.is_empty() {
-                min_length(&format!("{path}.cron"), &mut el);
-            }
-            if !is_window_duration(&window.window_duration) {
-                let field = format!("{path}.windowDuration");
-                let msg = format!("{field} in body should match '{WINDOW_DURATION_PATTERN}'");
-                el.push(FieldError::invalid(
-                    field,
-                    Value::Str(window.window_duration.clone()),
-                    msg,
-                ));
-            }
-        }
+        renewal_schema(renewal, &mut el);
     }
     one_of(
         "spec.signatureAlgorithm",
@@ -89,6 +74,26 @@ pub fn validate_schema(spec: &CertificateSpec) -> Vec<FieldError> {
         }
     }
     el
+}
+
+/// The renewal policy's enum and each window's `cron` length and `windowDuration` pattern.
+fn renewal_schema(renewal: &Renewal, el: &mut Vec<FieldError>) {
+    one_of("spec.renewal.policy", &renewal.policy, POLICIES, el);
+    for (i, window) in renewal.windows.iter().enumerate() {
+        let path = format!("spec.renewal.windows[{i}]");
+        if window.cron.is_empty() {
+            min_length(&format!("{path}.cron"), el);
+        }
+        if !is_window_duration(&window.window_duration) {
+            let field = format!("{path}.windowDuration");
+            let msg = format!("{field} in body should match '{WINDOW_DURATION_PATTERN}'");
+            el.push(FieldError::invalid(
+                field,
+                Value::Str(window.window_duration.clone()),
+                msg,
+            ));
+        }
+    }
 }
 
 fn min_length(field: &str, el: &mut Vec<FieldError>) {
