@@ -19,8 +19,9 @@ impl FieldManager {
     pub const ISSUER: FieldManager = FieldManager("cfssl-issuer-issuer");
     pub const CLUSTER_ISSUER: FieldManager = FieldManager("cfssl-issuer-clusterissuer");
     pub const CERTIFICATE_REQUEST: FieldManager = FieldManager("cfssl-issuer-certificaterequest");
-    /// The leader election Lease: the name every version has used, so a Lease held by an
-    /// older manager is taken over without a conflict.
+    /// The prefix of each replica's own Lease field manager (`cfssl-issuer-<identity>`):
+    /// kube-lease-manager locks by server-side apply, which refuses a second holder only when
+    /// the two replicas apply under different managers.
     pub const LEADER_ELECTION: FieldManager = FieldManager("cfssl-issuer");
 
     pub fn as_str(self) -> &'static str {

@@ -118,7 +118,7 @@ async fn lease_manager(
         .with_identity(&identity)
         .with_duration(duration)
         .with_grace((duration / 3).max(1))
-        .with_field_manager(controllers::status::FieldManager::LEADER_ELECTION.as_str())
+        .with_field_manager(lease_field_manager(&identity))
         .build()
         .await;
     match built {
@@ -142,6 +142,24 @@ pub fn lease_identity(pod_name: Option<&str>, hostname: Option<&str>, suffix: &s
         .find(|name| !name.is_empty())
         .unwrap_or("cfssl-issuer");
     format!("{base}_{suffix}")
+}
+
+/// The longest field manager name the API server accepts.
+const MAX_FIELD_MANAGER: usize = 128;
+
+/// Pure: the field manager this replica applies its Lease under, its own so that two replicas
+/// racing for a released Lease conflict (409) instead of both "acquiring" it: under one shared
+/// manager the second apply silently replaces the first, and both replicas lead. A Lease an
+/// older version holds under the shared name is taken over once it expires, by
+/// kube-lease-manager's forced release. Cut from the front when long: the random suffix at the
+/// end of the identity is what makes it unique.
+pub fn lease_field_manager(identity: &str) -> String {
+    let prefix = controllers::status::FieldManager::LEADER_ELECTION.as_str();
+    let room = MAX_FIELD_MANAGER - prefix.len() - 1;
+    let tail = identity
+        .get(identity.len().saturating_sub(room)..)
+        .unwrap_or(identity);
+    format!("{prefix}-{tail}")
 }
 
 /// Eight random bytes in hex, from the one crypto provider.
@@ -176,5 +194,20 @@ mod tests {
         let (a, b) = (random_suffix().unwrap(), random_suffix().unwrap());
         assert_eq!(a.len(), 16, "{a}");
         assert_ne!(a, b, "two processes in one pod get different identities");
+    }
+
+    #[test]
+    fn each_replica_applies_its_lease_under_its_own_field_manager() {
+        let long = format!("{}_00ff", "p".repeat(300));
+        let cases = [
+            ("replica-a_00ff", "cfssl-issuer-replica-a_00ff".to_string()),
+            ("replica-b_00ff", "cfssl-issuer-replica-b_00ff".to_string()),
+            (long.as_str(), format!("cfssl-issuer-{}_00ff", "p".repeat(110))),
+        ];
+        for (identity, want) in cases {
+            let got = lease_field_manager(identity);
+            assert_eq!(got, want);
+            assert!(got.len() <= MAX_FIELD_MANAGER, "{got}");
+        }
     }
 }
