@@ -1,7 +1,32 @@
 //! The few Go standard-library behaviours the messages depend on: `time.ParseDuration`,
-//! `time.Duration.String`, `strconv.Quote`, `strconv.Atoi` and `json.Marshal` of a string.
+//! `time.Duration.String`, `time.Time.String`, `time.RFC1123`, `%v` of a string slice,
+//! `strconv.Quote`, `strconv.Atoi` and `json.Marshal` of a string.
 
-use k8s_openapi::jiff::SignedDuration;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// A UTC time as Go's `time.Time.String` prints it: `2006-01-02 15:04:05 +0000 UTC`, with the
+/// fraction of a second only when there is one.
+pub fn time_string(at: Timestamp) -> String {
+    let nanos = at.subsec_nanosecond();
+    let fraction = if nanos == 0 {
+        String::new()
+    } else {
+        format!(".{nanos:09}").trim_end_matches('0').to_string()
+    };
+    format!("{}{fraction} +0000 UTC", at.strftime("%Y-%m-%d %H:%M:%S"))
+}
+
+/// A UTC time as Go's `time.RFC1123` formats it: `Mon, 02 Jan 2006 15:04:05 UTC`.
+pub fn rfc1123(at: Timestamp) -> String {
+    at.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string()
+}
+
+/// A list as Go's `%v` prints a `[]string`: `[a b c]`.
+pub fn list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    let items: Vec<S> = items.into_iter().collect();
+    let words: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    format!("[{}]", words.join(" "))
+}
 
 /// Why a Go duration string does not parse; `Display` is Go's error text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

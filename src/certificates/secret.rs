@@ -20,13 +20,11 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::api::certmanager::Certificate;
+use crate::certificates::decode::{DecodeError, MAX_PRIVATE_KEY_PEM};
 use crate::certificates::keys::{annotation, data, label};
 
 pub use checks::Input;
-pub use details::{
-    DecodeError, MAX_CERTIFICATES_PEM_BYTES, annotations_for_certificate, certificate_details_annotations,
-    join_csv,
-};
+pub use details::{annotations_for_certificate, certificate_details_annotations, join_csv};
 pub use keystores::{
     EncodeError, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, encode_keystores,
     keystore_password, password_secret_name,
@@ -94,13 +92,10 @@ pub enum BodyError {
     Certificate(#[from] DecodeError),
 }
 
-/// The most PEM `tls.key` may hold: cert-manager's private key limit (internal/pem/decode.go).
-pub const MAX_PRIVATE_KEY_PEM_BYTES: usize = 13_000;
-
 /// `additionalOutputFormats: DER`: the DER of the first PEM block of `tls.key`, as stored (so
 /// PKCS#1 or SEC1 under the default encoding); `None` when it is not PEM or too large.
 pub fn output_format_der(private_key: &[u8]) -> Option<Vec<u8>> {
-    if private_key.len() > MAX_PRIVATE_KEY_PEM_BYTES {
+    if private_key.len() > MAX_PRIVATE_KEY_PEM {
         return None;
     }
     pem::parse(private_key).ok().map(pem::Pem::into_contents)

@@ -16,6 +16,7 @@ use x509_parser::prelude::FromDer;
 use super::{Violation, reason};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::decode::{self, DecodeError};
+use crate::certificates::go::{self, list as go_list, rfc1123};
 use crate::certificates::keys::{annotation, data};
 use crate::certificates::matching;
 use crate::certificates::renewal::{self, Policy, Renewal, RenewalError};
@@ -323,33 +324,13 @@ pub fn current_certificate_has_expired(input: &Input) -> Option<Violation> {
 
 /// A Go duration (`renewBefore`), non-negative.
 fn go_duration(text: &str) -> Option<std::time::Duration> {
-    let signed = crate::certificates::go::parse_go_duration(text).ok()?;
+    let signed = go::parse_go_duration(text).ok()?;
     std::time::Duration::try_from(signed).ok()
 }
 
-/// A list as Go's `%v` prints a `[]string`: `[a b c]`.
-pub fn go_list(items: &[String]) -> String {
-    format!("[{}]", items.join(" "))
-}
-
-/// A time as Go's `time.RFC1123` formats a UTC time: `Mon, 02 Jan 2006 15:04:05 UTC`.
-pub fn rfc1123(at: Timestamp) -> String {
-    at.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string()
-}
-
-/// A `*metav1.Time` as Go's `%s` prints it: `2006-01-02 15:04:05 +0000 UTC`, with the
-/// fraction of a second only when there is one, or `<nil>`.
+/// A `*metav1.Time` as Go's `%s` prints it, or `<nil>`.
 pub fn go_time(time: Option<&Time>) -> String {
-    let Some(Time(at)) = time else {
-        return "<nil>".to_string();
-    };
-    let nanos = at.subsec_nanosecond();
-    let fraction = if nanos == 0 {
-        String::new()
-    } else {
-        format!(".{nanos:09}").trim_end_matches('0').to_string()
-    };
-    format!("{}{fraction} +0000 UTC", at.strftime("%Y-%m-%d %H:%M:%S"))
+    time.map_or_else(|| "<nil>".to_string(), |Time(at)| go::time_string(*at))
 }
 
 #[cfg(test)]

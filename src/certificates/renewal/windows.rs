@@ -11,7 +11,7 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::cron::{CronError, Schedule, load_location};
 use crate::api::certmanager::RenewalWindow;
-use crate::certificates::go::parse_go_duration;
+use crate::certificates::go::{parse_go_duration, time_string};
 
 /// Why windows could not place a renewal; the messages are cert-manager's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum WindowError {
         duration: String,
     },
     /// The desired time is returned with this error: the caller may still renew at it.
-    #[error("cannot find a time with the given windows between {} and {} for: {}", go_time(*.not_before), go_time(*.not_after), go_time(*.desired))]
+    #[error("cannot find a time with the given windows between {} and {} for: {}", time_string(*.not_before), time_string(*.not_after), time_string(*.desired))]
     NoWindow {
         not_before: Timestamp,
         not_after: Timestamp,
@@ -43,11 +43,6 @@ pub enum WindowError {
 struct Window {
     schedule: Schedule,
     open: SignedDuration,
-}
-
-/// Go's `time.Time.String()` for a UTC time.
-fn go_time(t: Timestamp) -> String {
-    t.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string()
 }
 
 fn window(spec: &RenewalWindow) -> Result<Window, WindowError> {

@@ -17,6 +17,7 @@ use super::details::certificate_details_annotations;
 use super::managed_fields::{self, FieldSet, ManagedFieldsError, PathElement};
 use super::{certificate_owner_reference, data_of, output_format_combined_pem, output_format_der};
 use crate::api::certmanager::Certificate;
+use crate::certificates::go;
 use crate::certificates::keys::{annotation, data, label};
 use crate::certificates::policy::{Chain, Check, Violation, reason};
 
@@ -119,11 +120,6 @@ fn first_differing_key(
         .map(|(k, _)| k.clone())
 }
 
-/// A sorted list as Go's `%v` prints a `[]string`: `[a b c]`.
-fn go_list(set: &BTreeSet<String>) -> String {
-    format!("[{}]", set.iter().cloned().collect::<Vec<_>>().join(" "))
-}
-
 fn is_cert_manager_key(key: &str) -> bool {
     key.starts_with("cert-manager.io/") || key.starts_with("controller.cert-manager.io/")
 }
@@ -180,13 +176,13 @@ fn key_set_mismatch(
     if !missing.is_empty() {
         return Some(format!(
             "Secret is missing these {missing_what}: {}",
-            go_list(&missing)
+            go::list(&missing)
         ));
     }
     let extra: BTreeSet<String> = owned.difference(expected).cloned().collect();
     Some(format!(
         "Secret has these extra {extra_what}: {}",
-        go_list(&extra)
+        go::list(&extra)
     ))
 }
 

@@ -17,39 +17,8 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::{FromDer, X509Certificate, X509Name};
 
+use crate::certificates::decode::{self, DecodeError};
 use crate::certificates::keys::annotation;
-
-/// Why the PEM in `tls.crt` gives no certificate (cert-manager's wording).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DecodeError {
-    #[error("provided PEM data was larger than the maximum {0}B")]
-    TooLarge(usize),
-    #[error("error decoding certificate PEM block: no valid certificates found")]
-    NoCertificate,
-    #[error("error parsing X.509 certificate: {0}")]
-    Malformed(String),
-}
-
-/// The most PEM `tls.crt` may hold: cert-manager's bundle limit (150 certificates of 2200
-/// bytes; internal/pem/decode.go).
-pub const MAX_CERTIFICATES_PEM_BYTES: usize = 150 * 2200;
-
-/// The DER of each PEM block in `pem_bytes`, every one checked to be an X.509 certificate, as
-/// cert-manager's `DecodeX509CertificateBytes` does before it takes the first.
-fn certificate_ders(pem_bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
-    if pem_bytes.len() > MAX_CERTIFICATES_PEM_BYTES {
-        return Err(DecodeError::TooLarge(MAX_CERTIFICATES_PEM_BYTES));
-    }
-    let blocks = pem::parse_many(pem_bytes).map_err(|_| DecodeError::NoCertificate)?;
-    if blocks.is_empty() {
-        return Err(DecodeError::NoCertificate);
-    }
-    let ders: Vec<Vec<u8>> = blocks.into_iter().map(pem::Pem::into_contents).collect();
-    for der in &ders {
-        X509Certificate::from_der(der).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    }
-    Ok(ders)
-}
 
 /// The certificate details annotations for the leaf (the first certificate) of the PEM chain
 /// in `chain_pem`; empty for empty input, as cert-manager does when `tls.crt` is empty.
@@ -57,8 +26,8 @@ pub fn certificate_details_annotations(chain_pem: &[u8]) -> Result<BTreeMap<Stri
     if chain_pem.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let ders = certificate_ders(chain_pem)?;
-    let (_, leaf) = X509Certificate::from_der(&ders[0]).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let der = decode::leaf_certificate(chain_pem)?;
+    let (_, leaf) = X509Certificate::from_der(&der).map_err(|e| DecodeError::Certificate(e.to_string()))?;
     Ok(annotations_for_certificate(&leaf))
 }
 

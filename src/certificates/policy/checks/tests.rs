@@ -634,7 +634,7 @@ fn times_print_as_go_prints_them() {
         rfc1123(at("2030-01-06T07:08:09Z")),
         "Sun, 06 Jan 2030 07:08:09 UTC"
     );
-    assert_eq!(go_list(&[]), "[]");
+    assert_eq!(go_list(Vec::<String>::new()), "[]");
     assert_eq!(go_list(&["a".to_string(), "b".to_string()]), "[a b]");
 }
 
