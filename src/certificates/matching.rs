@@ -19,7 +19,10 @@ use x509_parser::x509::{AttributeTypeAndValue, RelativeDistinguishedName, X509Na
 
 use super::decode::{self, DecodeError};
 use super::keys::annotation;
-use crate::api::certmanager::{CertificateRequest, CertificateSpec, IssuerRef, X509Subject};
+use crate::api::certmanager::{
+    CertificateRequest, CertificateSpec, IssuerRef, X509Subject, issuer_group_or_default,
+    issuer_kind_or_default,
+};
 use crate::pki::keys::{Key, KeySpec};
 use crate::pki::subject::{SubjectError, literal_subject_der};
 
@@ -331,26 +334,12 @@ fn durations_equal(a: &str, b: &str) -> bool {
 
 /// Empty kind means `Issuer` (cert-manager #8158).
 pub fn issuer_kinds_equal(a: &str, b: &str) -> bool {
-    let kind = |k: &str| {
-        if k.is_empty() {
-            "Issuer".to_string()
-        } else {
-            k.to_string()
-        }
-    };
-    kind(a) == kind(b)
+    issuer_kind_or_default(a) == issuer_kind_or_default(b)
 }
 
 /// Empty group means `cert-manager.io` (cert-manager #8158).
 pub fn issuer_groups_equal(a: &str, b: &str) -> bool {
-    let group = |g: &str| {
-        if g.is_empty() {
-            "cert-manager.io".to_string()
-        } else {
-            g.to_string()
-        }
-    };
-    group(a) == group(b)
+    issuer_group_or_default(a) == issuer_group_or_default(b)
 }
 
 /// Same name, and kind and group equal up to their defaults.

@@ -252,6 +252,16 @@ pub struct IssuerRef {
     pub unknown: Unknown,
 }
 
+/// An issuer kind as cert-manager reads it: empty means `Issuer`.
+pub fn issuer_kind_or_default(kind: &str) -> &str {
+    if kind.is_empty() { "Issuer" } else { kind }
+}
+
+/// An issuer group as cert-manager reads it: empty means `cert-manager.io`.
+pub fn issuer_group_or_default(group: &str) -> &str {
+    if group.is_empty() { GROUP } else { group }
+}
+
 /// Schema of a base64 byte field: `ByteString` has no `JsonSchema` of its own.
 fn bytes(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "string", "format": "byte"})

@@ -14,7 +14,9 @@ use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer;
 
 use super::{Violation, reason};
-use crate::api::certmanager::{Certificate, CertificateRequest};
+use crate::api::certmanager::{
+    Certificate, CertificateRequest, issuer_group_or_default, issuer_kind_or_default,
+};
 use crate::certificates::decode::{self, DecodeError};
 use crate::certificates::go::{self, list as go_list, rfc1123};
 use crate::certificates::keys::{annotation, data};
@@ -150,12 +152,7 @@ pub fn secret_issuer_annotations_mismatch(input: &Input) -> Option<Violation> {
         get(annotation::ISSUER_KIND),
         get(annotation::ISSUER_GROUP),
     );
-    let kind = if kind.is_empty() { "Issuer" } else { kind };
-    let group = if group.is_empty() {
-        "cert-manager.io"
-    } else {
-        group
-    };
+    let (kind, group) = (issuer_kind_or_default(kind), issuer_group_or_default(group));
     Some(Violation::new(
         reason::INCORRECT_ISSUER,
         format!("Issuing certificate as Secret was previously issued by \"{kind}.{group}/{name}\""),

@@ -3,7 +3,7 @@
 //! default and taken as on.
 
 use super::{FieldError, Value, mail, names};
-use crate::api::certmanager::{CertificateSpec, KEY_USAGES, X509Subject};
+use crate::api::certmanager::{CertificateSpec, GROUP, KEY_USAGES, X509Subject, issuer_group_or_default};
 use crate::certificates::go::{json_string, json_strings};
 use crate::pki::subject::{COMMON_NAME, literal_attributes};
 
@@ -70,7 +70,7 @@ fn issuer_ref(spec: &CertificateSpec, el: &mut Vec<FieldError>) {
     if issuer.name.is_empty() {
         el.push(FieldError::required("spec.issuerRef.name", "must be specified"));
     }
-    let builtin_group = issuer.group.is_empty() || issuer.group == "cert-manager.io";
+    let builtin_group = issuer_group_or_default(&issuer.group) == GROUP;
     if builtin_group && !matches!(issuer.kind.as_str(), "" | "Issuer" | "ClusterIssuer") {
         let mut msg = "must be one of Issuer or ClusterIssuer".to_string();
         if issuer.group.is_empty() {
