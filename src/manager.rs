@@ -16,8 +16,10 @@ use crate::controllers::{self, Config};
 use crate::telemetry::{Health, Metrics, Role, server};
 
 mod leader;
+mod standalone;
 
 pub use self::leader::{Lease, lead_then_run, lease_identity};
+pub use self::standalone::StandaloneArgs;
 
 /// Where the service account's namespace is mounted in a pod.
 const SERVICE_ACCOUNT_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -63,6 +65,8 @@ pub struct RunArgs {
     /// How long a Lease stays valid without renewal; a standby takes over within this time.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub leader_election_lease_duration: Duration,
+    #[command(flatten)]
+    pub standalone: StandaloneArgs,
     #[command(flatten)]
     pub zap: ZapFlags,
 }
@@ -183,6 +187,7 @@ impl RunArgs {
         config.max_retry_duration = self.max_retry_duration;
         config.concurrency = self.concurrency;
         config.cfssl_timeout = self.cfssl_timeout;
+        config.standalone = self.standalone.settings()?;
         Ok(config)
     }
 }

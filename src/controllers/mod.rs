@@ -6,6 +6,7 @@
 //! [`status::FieldManager`], an Event, the requeue it returns).
 
 pub mod backoff;
+pub mod certificate;
 pub mod certificaterequest;
 pub mod context;
 pub mod events;
@@ -40,6 +41,8 @@ pub struct Config {
     pub concurrency: u16,
     /// Per-request timeout towards the CA.
     pub cfssl_timeout: Duration,
+    /// Standalone mode (the Certificate controllers), when on.
+    pub standalone: Option<certificate::Settings>,
 }
 
 impl Config {
@@ -51,6 +54,7 @@ impl Config {
             approval_required: true,
             concurrency: 8,
             cfssl_timeout: crate::cfssl::ClientConfig::DEFAULT_TIMEOUT,
+            standalone: None,
         }
     }
 }
