@@ -1,9 +1,40 @@
 //! Standalone mode: cert-manager's Certificate lifecycle controllers, run in this manager for
 //! Certificates whose `issuerRef.group` is ours. Each controller is its own module (observe,
 //! a pure `decide` with its table, a thin act) under its own field manager; they cooperate only
-//! through the Certificate's status, as cert-manager's do.
+//! through the Certificate's status, as cert-manager's do:
+//!
+//! - [`trigger`] sets `Issuing=True` when the Secret needs a new certificate (the policy chain);
+//! - [`keymanager`] keeps the next private key in a Secret of its own while issuing;
+//! - [`requestmanager`] creates one CertificateRequest per revision from that key;
+//! - [`approver`] approves the requests they create (no cert-manager approver runs);
+//! - [`issuing`] writes the signed certificate into the Secret and ends the issuance;
+//! - [`readiness`] writes `Ready`, `notBefore`, `notAfter` and `renewalTime`;
+//! - [`revisionmanager`] deletes requests beyond `revisionHistoryLimit`.
 
+pub mod approver;
+pub mod issuing;
+pub mod keymanager;
+pub mod observe;
+pub mod readiness;
+pub mod requestmanager;
+pub mod revisionmanager;
+pub mod status;
+pub mod trigger;
+mod wiring;
+
+use std::sync::Arc;
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::Store;
+
+pub use self::wiring::{StandaloneWatches, controllers};
+use super::backoff::Backoff;
+use super::context::Shared;
+use super::default_backoff;
+use super::events::Events;
+use crate::api::certmanager::{Certificate, CertificateRequest};
 
 /// What standalone mode was started with (`manager::standalone::StandaloneArgs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,4 +51,127 @@ pub struct Settings {
     pub owner_reference: bool,
     /// Annotation prefixes copied from a Certificate to its requests.
     pub copied_annotation_prefixes: Vec<String>,
+}
+
+/// What every Certificate controller reads: the caches, the settings, its Events.
+pub struct CertificateContext {
+    pub shared: Arc<Shared>,
+    pub settings: Settings,
+    pub certificates: Store<Certificate>,
+    pub requests: Store<CertificateRequest>,
+    /// Secrets labelled `controller.cert-manager.io/fao=true`, whole (data and managedFields).
+    pub secrets: Store<Secret>,
+    pub events: Events,
+    backoff: Backoff<String>,
+}
+
+impl CertificateContext {
+    pub fn new(
+        shared: Arc<Shared>,
+        settings: Settings,
+        (certificates, requests, secrets): (Store<Certificate>, Store<CertificateRequest>, Store<Secret>),
+    ) -> Self {
+        CertificateContext {
+            events: Events::per_event(shared.client.clone()),
+            shared,
+            settings,
+            certificates,
+            requests,
+            secrets,
+            backoff: default_backoff(),
+        }
+    }
+
+    /// The requeue after a failed reconcile of `key`, growing per failure.
+    pub fn retry(&self, key: String) -> Action {
+        Action::requeue(self.backoff.next(key))
+    }
+
+    /// Forgets the failures of `key` after a reconcile that went through.
+    pub fn settled(&self, key: &str) {
+        self.backoff.reset(key);
+    }
+}
+
+/// Why a Certificate controller's reconcile failed: an API call the returned `Action` does
+/// not cover. What the CA or a Secret's content says is a condition or an Event, never this.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Status(#[from] super::Error),
+    #[error("{action} {object}: {source}")]
+    Api {
+        action: &'static str,
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("generating the private key of {object}: {source}")]
+    Key {
+        object: String,
+        #[source]
+        source: crate::pki::keys::KeyError,
+    },
+}
+
+impl Error {
+    pub fn api(action: &'static str, object: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
+        let object = object.into();
+        move |source| Error::Api {
+            action,
+            object,
+            source,
+        }
+    }
+}
+
+/// Carries out `plan`'s status apply and Event on `crt` as `manager`; hands `next` back.
+pub async fn execute<W>(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    manager: super::status::FieldManager,
+    plan: super::plan::Plan<W>,
+) -> Result<super::plan::Next<W>, Error> {
+    let target = super::plan::Target {
+        client: &ctx.shared.client,
+        object: crt,
+        manager,
+        events: &ctx.events,
+    };
+    let (_, next) = super::plan::execute(target, plan).await?;
+    Ok(next)
+}
+
+/// Whether a Certificate controller acts on `crt` at all: ours, and not being deleted.
+pub fn acts_on(crt: &Certificate) -> bool {
+    observe::is_ours(crt) && crt.metadata.deletion_timestamp.is_none()
+}
+
+/// The key a Certificate's retry back-off is kept under, per controller.
+pub fn retry_key(controller: &str, crt: &Certificate) -> String {
+    use kube::ResourceExt;
+    format!("{controller}/{}", crt.uid().unwrap_or_default())
+}
+
+/// The error policy every Certificate controller shares: log, then retry with back-off.
+pub fn error_policy(
+    controller: &'static str,
+    crt: &Certificate,
+    err: &Error,
+    ctx: &CertificateContext,
+) -> Action {
+    tracing::warn!(controller, certificate = %observe::describe(crt), error = %err, "reconcile failed");
+    ctx.retry(retry_key(controller, crt))
+}
+
+/// Deletes `name`; one already gone is fine.
+pub async fn delete_ignoring_missing<K>(api: &kube::Api<K>, name: &str) -> Result<(), Error>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.delete(name, &kube::api::DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(Error::api("deleting", format!("{} {name}", K::kind(&())))(source)),
+    }
 }

@@ -11,8 +11,8 @@ use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
 use super::wiring::{Wiring, reflect};
-use super::{Config, Contexts, Recheck, certificaterequest, issuer, status, watches};
-use crate::api::certmanager::CertificateRequest;
+use super::{Config, Contexts, Recheck, certificate, certificaterequest, issuer, status, watches};
+use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
 use crate::clock::Clock;
 use crate::telemetry::{Health, Metrics};
@@ -38,7 +38,7 @@ pub async fn run(
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    preflight(&client).await?;
+    preflight(&client, config.standalone.is_some()).await?;
     let controller_config = controller::Config::default().concurrency(config.concurrency);
     let mut wiring = Wiring::new(shutdown.boxed().shared(), controller_config);
     let (ctx, rechecks) = Contexts::new(
@@ -50,9 +50,19 @@ pub async fn run(
         metrics,
     );
     let home = config.cluster_resource_namespace.clone();
-    let controllers = controllers(&mut wiring, &ctx, rechecks, home);
+    let mut controllers = controllers(&mut wiring, &ctx, rechecks, home);
+    let standalone_watches = match config.standalone.clone() {
+        Some(settings) => {
+            let (more, watches) =
+                certificate::controllers(&client, &mut wiring, ctx.shared.clone(), settings);
+            controllers.extend(more);
+            tracing::info!("standalone mode: the Certificate controllers run");
+            watches
+        }
+        None => future::pending().boxed(),
+    };
     let synced = synced(&wiring, health);
-    let watches = watch_all(&client, wiring, &ctx);
+    let watches = future::join(watch_all(&client, wiring, &ctx), standalone_watches).map(drop);
     tracing::info!(
         cluster_resource_namespace = %config.cluster_resource_namespace,
         concurrency = config.concurrency,
@@ -202,9 +212,18 @@ const SCHEMA_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Fails fast with a hint when a CRD we watch is not installed (the API answers 404). Any
 /// other error (a 500, a timeout) is left to the watchers, which retry with backoff: a brief
 /// API server hiccup at start must not crash-loop the pod with a misleading message.
-async fn preflight(client: &kube::Client) -> Result<(), RunError> {
+async fn preflight(client: &kube::Client, standalone: bool) -> Result<(), RunError> {
     let probe = kube::api::ListParams::default().limit(1);
+    let certificates = if standalone {
+        Api::<Certificate>::all(client.clone())
+            .list_metadata(&probe)
+            .await
+            .err()
+    } else {
+        None
+    };
     let results = [
+        ("Certificate", certificates),
         (
             "Issuer",
             Api::<Issuer>::all(client.clone())

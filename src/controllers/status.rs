@@ -19,6 +19,13 @@ impl FieldManager {
     pub const ISSUER: FieldManager = FieldManager("cfssl-issuer-issuer");
     pub const CLUSTER_ISSUER: FieldManager = FieldManager("cfssl-issuer-clusterissuer");
     pub const CERTIFICATE_REQUEST: FieldManager = FieldManager("cfssl-issuer-certificaterequest");
+    /// The standalone Certificate controllers (see `controllers::certificate`).
+    pub const TRIGGER: FieldManager = FieldManager("cfssl-issuer-trigger");
+    pub const KEY_MANAGER: FieldManager = FieldManager("cfssl-issuer-keymanager");
+    pub const REQUEST_MANAGER: FieldManager = FieldManager("cfssl-issuer-requestmanager");
+    pub const ISSUING: FieldManager = FieldManager("cfssl-issuer-issuing");
+    pub const READINESS: FieldManager = FieldManager("cfssl-issuer-readiness");
+    pub const APPROVER: FieldManager = FieldManager("cfssl-issuer-approver");
     /// The prefix of each replica's own Lease field manager (`cfssl-issuer-<identity>`):
     /// kube-lease-manager locks by server-side apply, which refuses a second holder only when
     /// the two replicas apply under different managers.

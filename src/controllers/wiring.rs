@@ -38,7 +38,7 @@ impl<K> Watched<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {
-    fn new(buffer: usize) -> Self {
+    pub fn new(buffer: usize) -> Self {
         let (store, writer) = reflector::store_shared(buffer);
         Watched { store, writer }
     }
@@ -140,9 +140,28 @@ where
         + Sync
         + 'static,
 {
+    reflect_with(api, watcher::Config::default(), writer, filter)
+}
+
+/// [`reflect`] with a watch configuration (a label selector).
+pub fn reflect_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
     let mut filter = filter;
     drive(
-        watcher(api, watcher::Config::default())
+        watcher(api, config)
             .default_backoff()
             .try_filter_map(move |event| future::ready(Ok(filter(event))))
             .reflect_shared(writer),

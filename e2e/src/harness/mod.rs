@@ -28,7 +28,7 @@ pub use cluster::Cluster;
 pub use crds::{IssuerCrds, go_issuer_crds};
 pub use manager::{Manager, ManagerOptions, manager_binary};
 pub use own_managers::{OwnManagers, SYSTEM};
-pub use pki::{Csr, cert_matches_key, openssl_verify, parse_leaf};
+pub use pki::{Csr, cert_matches_key, openssl_verify, parse_leaf, pem_key_matches};
 
 /// The HMAC key every test CA here is configured with.
 pub const KEY_HEX: &str = "0123456789abcdef0123456789abcdef";

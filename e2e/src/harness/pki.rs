@@ -98,3 +98,41 @@ pub fn openssl_verify(chain_pem: &[u8], root_pem: &str) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Whether the leaf of `chain_pem` is for the private key `key_pem` (any PEM encoding), as the
+/// openssl CLI sees them: the public key of each, compared.
+pub fn pem_key_matches(chain_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<bool> {
+    let dir = tempfile::tempdir()?;
+    let blocks = ::pem::parse_many(chain_pem)?;
+    anyhow::ensure!(!blocks.is_empty(), "empty chain");
+    let leaf = dir.path().join("leaf.pem");
+    std::fs::write(&leaf, ::pem::encode(&blocks[0]))?;
+    let key = dir.path().join("key.pem");
+    std::fs::write(&key, key_pem)?;
+    let run = |args: &[&std::ffi::OsStr]| -> anyhow::Result<Vec<u8>> {
+        let out = Command::new("openssl")
+            .args(args)
+            .output()
+            .context("run openssl")?;
+        anyhow::ensure!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(out.stdout)
+    };
+    let from_cert = run(&[
+        "x509".as_ref(),
+        "-in".as_ref(),
+        leaf.as_os_str(),
+        "-pubkey".as_ref(),
+        "-noout".as_ref(),
+    ])?;
+    let from_key = run(&[
+        "pkey".as_ref(),
+        "-in".as_ref(),
+        key.as_os_str(),
+        "-pubout".as_ref(),
+    ])?;
+    Ok(from_cert == from_key)
+}

@@ -1,0 +1,76 @@
+//! The approver: in standalone mode no cert-manager approver runs, so the requests the
+//! request manager creates for our issuers are approved here, under a field manager of their
+//! own (the request controller's applies of `Ready` never remove `Approved`). Only requests
+//! controlled by a Certificate this manager acts on are approved; a request already approved
+//! or denied is left alone.
+
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use serde_json::{Value, json};
+
+use super::observe::{controlled_by, is_ours};
+use super::{CertificateContext, Error};
+use crate::api::certmanager::{
+    APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED,
+};
+use crate::controllers::status::{self, FieldManager};
+
+/// The reason and message of the approval.
+pub const REASON: &str = "cfssl-issuer.wikimedia.org";
+pub const MESSAGE: &str = "Certificate request has been approved by cfssl-issuer (standalone mode)";
+
+/// The status apply approving `cr`, or `None` when it is not ours to approve.
+pub fn decide(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Option<Value> {
+    if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
+        return None;
+    }
+    let owner = owner.filter(|crt| is_ours(crt) && controlled_by(&cr.metadata, crt))?;
+    if cr.spec.issuer_ref != owner.spec.issuer_ref {
+        return None;
+    }
+    let approved = CertificateRequestCondition {
+        type_: APPROVED.to_string(),
+        status: "True".to_string(),
+        reason: REASON.to_string(),
+        message: MESSAGE.to_string(),
+        last_transition_time: Some(Time(now)),
+        ..CertificateRequestCondition::default()
+    };
+    Some(status::document::<CertificateRequest>(
+        json!({ "conditions": [approved] }),
+    ))
+}
+
+/// The Certificate controlling `cr`, from the cache.
+fn owner(ctx: &CertificateContext, cr: &CertificateRequest) -> Option<Arc<Certificate>> {
+    let reference = cr
+        .owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true) && r.kind == "Certificate")?;
+    ctx.certificates
+        .get(&ObjectRef::new(&reference.name).within(&cr.namespace().unwrap_or_default()))
+}
+
+pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+    let owner = owner(&ctx, &cr);
+    let Some(body) = decide(&cr, owner.as_deref(), ctx.shared.now()) else {
+        return Ok(Action::await_change());
+    };
+    status::apply(&ctx.shared.client, &*cr, FieldManager::APPROVER, &body)
+        .await
+        .map_err(Error::api("approving", crate::controllers::plan::describe(&*cr)))?;
+    Ok(Action::await_change())
+}
+
+pub fn on_error(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    tracing::warn!(request = %crate::controllers::plan::describe(&*cr), error = %err, "approval failed");
+    ctx.retry(format!("approver/{}", cr.uid().unwrap_or_default()))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+//! The issuing controller: ends an issuance. While `Issuing=True` it waits for the one
+//! request of the next revision, counts its failure (`failedIssuanceAttempts`,
+//! `lastFailureTime`) or writes the signed certificate into the Secret (server-side apply with
+//! force) and sets the new revision. While not issuing it keeps the Secret's metadata, output
+//! formats, keystores and key encoding as the spec says, without a new certificate.
+//!
+//! The Secret is written before the status, so a crash in between leaves `Issuing=True` and
+//! the same request, and the next reconcile writes the same Secret again.
+
+pub mod decide;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Patch, PatchParams};
+use kube::runtime::controller::Action;
+use kube::{Api, Resource, ResourceExt};
+
+use self::decide::{Decision, Facts, Write};
+use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use crate::api::certmanager::Certificate;
+use crate::certificates::secret::{
+    self, BodyOptions, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, keystore_password,
+    password_secret_name,
+};
+use crate::controllers::events::Notice;
+use crate::controllers::plan::requeue;
+use crate::controllers::status::FieldManager;
+use crate::pki::keys::Key;
+
+const NAME: &str = "issuing";
+
+/// How long to wait for a keystore password Secret that does not exist yet.
+const PASSWORD_RETRY: Duration = Duration::from_secs(30);
+
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+    if !acts_on(&crt) {
+        return Ok(Action::await_change());
+    }
+    let key_secret = observe::trusted_next_key(&ctx, &crt);
+    let key = key_secret.as_ref().and_then(|s| {
+        let pem = s.data.as_ref()?.get(crate::certificates::keys::data::TLS_KEY)?;
+        Key::from_pem(&pem.0).ok()
+    });
+    let requests = observe::owned_requests(&ctx, &crt);
+    let target = observe::target_secret(&ctx, &crt).await?;
+    let facts = Facts {
+        certificate: &crt,
+        next_key: key.as_ref(),
+        requests: requests.iter().map(AsRef::as_ref).collect(),
+        secret: target.as_ref(),
+        field_manager: FieldManager::ISSUING.as_str(),
+        owner_ref_enabled: ctx.settings.owner_reference,
+        now: ctx.shared.now(),
+    };
+    let Decision { write, plan } = decide::decide(&facts);
+    if let Some(write) = write {
+        if let Err(notice) = write_secret(&ctx, &crt, target.as_ref(), &write).await? {
+            ctx.events.publish(&notice, &crt.object_ref(&())).await;
+            return Ok(Action::requeue(PASSWORD_RETRY));
+        }
+    }
+    let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
+    ctx.settled(&super::retry_key(NAME, &crt));
+    Ok(requeue(&next, || Duration::from_secs(1)))
+}
+
+/// Applies the Secret `write` describes; `Err(notice)` (inside `Ok`) when a keystore cannot
+/// be made yet, with the Event saying why.
+async fn write_secret(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    existing: Option<&Secret>,
+    write: &Write,
+) -> Result<Result<(), Notice>, Error> {
+    let passwords = match passwords(ctx, crt).await? {
+        Ok(passwords) => passwords,
+        Err(err) => return Ok(Err(password_notice(&err))),
+    };
+    let data = write.data();
+    let keystores = match secret::encode_keystores(crt, &data, &passwords, ctx.shared.now()) {
+        Ok(stores) => stores,
+        Err(err) => {
+            return Ok(Err(Notice::warning(
+                "KeystoreEncodeFailed",
+                "Issue",
+                &err.to_string(),
+            )));
+        }
+    };
+    let options = BodyOptions {
+        existing_type: existing.and_then(|s| s.type_.as_deref()),
+        owner_reference: ctx.settings.owner_reference,
+    };
+    let body = match secret::secret_body(crt, &data, &keystores, options) {
+        Ok(body) => body,
+        Err(err) => {
+            return Ok(Err(Notice::warning(
+                "SecretBodyFailed",
+                "Issue",
+                &err.to_string(),
+            )));
+        }
+    };
+    let namespace = crt.namespace().unwrap_or_default();
+    let params = PatchParams::apply(FieldManager::ISSUING.as_str()).force();
+    let mut body = serde_json::to_value(&body).unwrap_or_default();
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    Api::<Secret>::namespaced(ctx.shared.client.clone(), &namespace)
+        .patch(&crt.spec.secret_name, &params, &Patch::Apply(&body))
+        .await
+        .map_err(Error::api(
+            "applying Secret",
+            format!("{namespace}/{}", crt.spec.secret_name),
+        ))?;
+    Ok(Ok(()))
+}
+
+fn password_notice(err: &PasswordError) -> Notice {
+    let reason = match err {
+        PasswordError::SecretNotFound { .. } => REASON_PASSWORD_SECRET_NOT_FOUND,
+        _ => "KeystorePasswordInvalid",
+    };
+    Notice::warning(reason, "Issue", &err.to_string())
+}
+
+/// The passwords of the keystores `crt` asks for, reading password Secrets live.
+async fn passwords(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+) -> Result<Result<Passwords, PasswordError>, Error> {
+    let mut out = Passwords::default();
+    let Some(stores) = crt.spec.keystores.as_ref() else {
+        return Ok(Ok(out));
+    };
+    if let Some(p) = stores.pkcs12.as_ref().filter(|p| p.create) {
+        match password(
+            ctx,
+            crt,
+            Kind::Pkcs12,
+            p.password.as_deref(),
+            p.password_secret_ref.as_ref(),
+        )
+        .await?
+        {
+            Ok(pw) => out.pkcs12 = Some(pw),
+            Err(err) => return Ok(Err(err)),
+        }
+    }
+    if let Some(j) = stores.jks.as_ref().filter(|j| j.create) {
+        match password(
+            ctx,
+            crt,
+            Kind::Jks,
+            j.password.as_deref(),
+            j.password_secret_ref.as_ref(),
+        )
+        .await?
+        {
+            Ok(pw) => out.jks = Some(pw),
+            Err(err) => return Ok(Err(err)),
+        }
+    }
+    Ok(Ok(out))
+}
+
+async fn password(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    kind: Kind,
+    literal: Option<&str>,
+    secret_ref: Option<&crate::api::certmanager::SecretKeySelector>,
+) -> Result<Result<String, PasswordError>, Error> {
+    let secret = match password_secret_name(secret_ref) {
+        Some(name) => observe::live_secret(ctx, &crt.namespace().unwrap_or_default(), name).await?,
+        None => None,
+    };
+    Ok(keystore_password(kind, literal, secret_ref, secret.as_ref()))
+}
+
+pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    error_policy(NAME, &crt, err, &ctx)
+}
+
+#[cfg(test)]
+mod tests;

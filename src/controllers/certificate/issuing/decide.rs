@@ -1,0 +1,257 @@
+//! The issuing controller's decisions, pure: while issuing, what the one request for the next
+//! revision says (wait, fail and count it, or write the Secret and end the issuance); while
+//! not issuing, whether the Secret needs its metadata or encoding repaired.
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{Map, Value, json};
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use super::super::observe::{current_revision, revision_of};
+use super::super::requestmanager::{csr_has_key, failed_before_issuing};
+use super::super::status::{condition, document, time};
+use crate::api::certmanager::{
+    Certificate, CertificateRequest, DENIED, INVALID_REQUEST, ISSUING, READY, REASON_FAILED, REASON_ISSUED,
+};
+use crate::certificates::decode;
+use crate::certificates::keys::data;
+use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
+use crate::certificates::secret::{self, Repair, secret_data_of};
+use crate::controllers::events::Notice;
+use crate::controllers::plan::{Next, Plan};
+use crate::pki::keys::{Encoding, Key};
+
+/// The Secret contents a write carries (owned: it outlives the observed objects).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Write {
+    pub private_key: Vec<u8>,
+    pub certificate: Vec<u8>,
+    pub ca: Vec<u8>,
+    pub certificate_name: String,
+    pub issuer: [String; 3],
+}
+
+impl Write {
+    pub fn data(&self) -> secret::SecretData<'_> {
+        secret::SecretData {
+            private_key: &self.private_key,
+            certificate: &self.certificate,
+            ca: &self.ca,
+            certificate_name: &self.certificate_name,
+            issuer_name: &self.issuer[0],
+            issuer_kind: &self.issuer[1],
+            issuer_group: &self.issuer[2],
+        }
+    }
+}
+
+/// A Secret write (done first) and the plan carried out after it succeeds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub write: Option<Write>,
+    pub plan: Plan<()>,
+}
+
+impl Decision {
+    fn idle() -> Self {
+        Decision {
+            write: None,
+            plan: Plan::idle(Next::AwaitChange),
+        }
+    }
+}
+
+/// What the issuing controller decides from.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub certificate: &'a Certificate,
+    /// The next private key (trusted per #9224), decoded.
+    pub next_key: Option<&'a Key>,
+    pub requests: Vec<&'a CertificateRequest>,
+    /// The target Secret, with its managedFields.
+    pub secret: Option<&'a Secret>,
+    /// The field manager the Secret is applied with.
+    pub field_manager: &'a str,
+    pub owner_ref_enabled: bool,
+    pub now: Timestamp,
+}
+
+pub fn decide(facts: &Facts<'_>) -> Decision {
+    if facts.certificate.has_true(ISSUING) {
+        issuing(facts)
+    } else {
+        repair(facts)
+    }
+}
+
+fn issuing(facts: &Facts<'_>) -> Decision {
+    let crt = facts.certificate;
+    let Some(key) = facts
+        .next_key
+        .filter(|k| private_key_matches_spec(k, &crt.spec).is_empty())
+    else {
+        return Decision::idle();
+    };
+    let next = current_revision(crt) + 1;
+    let matching: Vec<&&CertificateRequest> = facts
+        .requests
+        .iter()
+        .filter(|cr| revision_of(cr) == Some(next))
+        .filter(|cr| request_matches_spec(cr, &crt.spec).is_ok_and(|v| v.is_empty()) && csr_has_key(cr, key))
+        .collect();
+    let [cr] = matching.as_slice() else {
+        return Decision::idle();
+    };
+    if failed_before_issuing(crt, cr) {
+        return Decision::idle();
+    }
+    let true_condition = |t: &str| cr.condition(t).filter(|c| c.status == "True");
+    if let Some(c) = true_condition(DENIED) {
+        return failed(facts, "Denied", &c.message);
+    }
+    if let Some(c) = true_condition(INVALID_REQUEST) {
+        return failed(facts, "InvalidRequest", &c.message);
+    }
+    match cr.condition(READY) {
+        Some(c) if c.status == "False" && c.reason == REASON_FAILED => failed(facts, "Failed", &c.message),
+        Some(c) if c.status == "True" && c.reason == REASON_ISSUED => issued(facts, cr, key, next),
+        _ => Decision::idle(),
+    }
+}
+
+/// The request failed: count it, stop issuing, say why.
+fn failed(facts: &Facts<'_>, reason: &'static str, message: &str) -> Decision {
+    let crt = facts.certificate;
+    let status = crt.status.clone().unwrap_or_default();
+    let attempts = status.failed_issuance_attempts.unwrap_or(0) + 1;
+    let message = format!("The certificate request has failed to complete and will be retried: {message}");
+    let issuing = condition(crt, ISSUING, false, reason, &message, facts.now);
+    let mut doc = Map::new();
+    if let Some(revision) = status.revision {
+        doc.insert("revision".into(), revision.into());
+    }
+    doc.insert("lastFailureTime".into(), time(facts.now));
+    doc.insert("failedIssuanceAttempts".into(), attempts.into());
+    doc.insert("conditions".into(), json!([issuing]));
+    Decision {
+        write: None,
+        plan: Plan {
+            status: Some(document(Value::Object(doc))),
+            event: Some(Notice::warning(reason, "Issue", &message)),
+            next: Next::AwaitChange,
+        },
+    }
+}
+
+/// The request was signed: check the certificate, then write the Secret and end the issuance.
+fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> Decision {
+    let crt = facts.certificate;
+    let status = cr.status.clone().unwrap_or_default();
+    let chain = status.certificate.map(|b| b.0).unwrap_or_default();
+    if let Err(message) = check_issued(&chain, key, facts.now) {
+        return failed(facts, "InvalidCertificate", &message);
+    }
+    let encoding = Encoding::of(crt.spec.private_key.as_ref()).unwrap_or(Encoding::Pkcs1);
+    let Ok(private_key) = key.to_pem(encoding) else {
+        return Decision::idle();
+    };
+    let issuer = &cr.spec.issuer_ref;
+    let write = Write {
+        private_key: private_key.into_bytes(),
+        certificate: chain,
+        ca: status.ca.map(|b| b.0).unwrap_or_default(),
+        certificate_name: kube::ResourceExt::name_any(crt),
+        issuer: [issuer.name.clone(), issuer.kind.clone(), issuer.group.clone()],
+    };
+    let message = "The certificate has been successfully issued";
+    let issuing = condition(crt, ISSUING, false, "Issued", message, facts.now);
+    Decision {
+        write: Some(write),
+        plan: Plan {
+            status: Some(document(json!({ "revision": next, "conditions": [issuing] }))),
+            event: Some(Notice::normal("Issuing", "Issue", message)),
+            next: Next::AwaitChange,
+        },
+    }
+}
+
+/// cert-manager's checks of a signed certificate, with its messages.
+fn check_issued(chain: &[u8], key: &Key, now: Timestamp) -> Result<(), String> {
+    let der = decode::leaf_certificate(chain)
+        .map_err(|e| format!("The CertificateRequest contains an invalid certificate: {e}"))?;
+    let (_, cert) = X509Certificate::from_der(&der)
+        .map_err(|e| format!("The CertificateRequest contains an invalid certificate: {e}"))?;
+    if !decode::public_keys_equal(cert.public_key(), key).unwrap_or(false) {
+        return Err(
+            "The CertificateRequest contains a certificate that does not match the next private key".into(),
+        );
+    }
+    let not_after = Timestamp::from_second(cert.validity().not_after.timestamp()).unwrap_or(now);
+    if not_after < now {
+        return Err(format!(
+            "The CertificateRequest contains a certificate that has already expired at {}",
+            crate::certificates::go::time_string(not_after)
+        ));
+    }
+    Ok(())
+}
+
+/// Not issuing: re-apply the Secret from what it holds when its metadata, output formats or
+/// keystores are not as the spec says, or `tls.key` is not in the asked encoding. Never a
+/// new certificate.
+fn repair(facts: &Facts<'_>) -> Decision {
+    let Some(secret) = facts.secret.filter(|s| has_data(s)) else {
+        return Decision::idle();
+    };
+    let input = secret::Input {
+        certificate: facts.certificate,
+        secret,
+        field_manager: facts.field_manager,
+        owner_ref_enabled: facts.owner_ref_enabled,
+    };
+    let reapply = matches!(secret::decide_repair(&input), Repair::Reapply { .. });
+    let data = secret_data_of(secret);
+    let reencoded = reencoded_key(facts.certificate, data.private_key);
+    if !reapply && reencoded.is_none() {
+        return Decision::idle();
+    }
+    let mut write = owned(&data);
+    if let Some(pem) = reencoded {
+        write.private_key = pem;
+    }
+    Decision {
+        write: Some(write),
+        plan: Plan::idle(Next::AwaitChange),
+    }
+}
+
+/// `tls.key` in the encoding the spec asks for, when it is stored in another.
+fn reencoded_key(crt: &Certificate, stored: &[u8]) -> Option<Vec<u8>> {
+    let encoding = Encoding::of(crt.spec.private_key.as_ref()).ok()?;
+    let key = Key::from_pem(stored).ok()?;
+    let pem = key.to_pem(encoding).ok()?;
+    (pem.trim_end().as_bytes() != String::from_utf8_lossy(stored).trim_end().as_bytes())
+        .then(|| pem.into_bytes())
+}
+
+fn owned(data: &secret::SecretData<'_>) -> Write {
+    Write {
+        private_key: data.private_key.to_vec(),
+        certificate: data.certificate.to_vec(),
+        ca: data.ca.to_vec(),
+        certificate_name: data.certificate_name.to_string(),
+        issuer: [
+            data.issuer_name.to_string(),
+            data.issuer_kind.to_string(),
+            data.issuer_group.to_string(),
+        ],
+    }
+}
+
+/// Whether the Secret has the data a repair needs.
+pub fn has_data(secret: &Secret) -> bool {
+    let data = secret.data.as_ref();
+    [data::TLS_CRT, data::TLS_KEY]
+        .iter()
+        .all(|k| data.and_then(|d| d.get(*k)).is_some_and(|v| !v.0.is_empty()))
+}

@@ -1,0 +1,148 @@
+//! What the Certificate controllers read: a Certificate's requests and key Secrets from the
+//! caches, its target Secret (cache first, else one live GET), and the policy-chain input.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Api, ResourceExt};
+
+use super::{CertificateContext, Error};
+use crate::api::certmanager::{Certificate, CertificateRequest};
+use crate::certificates::keys::{annotation, label};
+use crate::certificates::policy::checks::Input;
+
+/// Whether standalone mode acts on `crt`: its issuerRef names our group.
+pub fn is_ours(crt: &Certificate) -> bool {
+    crt.spec.issuer_ref.group == crate::api::GROUP
+}
+
+/// Whether `meta` has a controller owner reference to `crt` (by UID).
+pub fn controlled_by(meta: &ObjectMeta, crt: &Certificate) -> bool {
+    let Some(uid) = crt.metadata.uid.as_deref() else {
+        return false;
+    };
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// The revision a request was made for, from its annotation.
+pub fn revision_of(cr: &CertificateRequest) -> Option<i64> {
+    cr.annotations()
+        .get(annotation::CERTIFICATE_REVISION)
+        .and_then(|r| r.parse().ok())
+}
+
+/// The revision now in the Secret (0 before the first issuance).
+pub fn current_revision(crt: &Certificate) -> i64 {
+    crt.status.as_ref().and_then(|s| s.revision).unwrap_or(0)
+}
+
+/// The requests `crt` controls, from the cache.
+pub fn owned_requests(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<CertificateRequest>> {
+    let namespace = crt.namespace();
+    ctx.requests
+        .state()
+        .into_iter()
+        .filter(|cr| cr.namespace() == namespace && controlled_by(&cr.metadata, crt))
+        .collect()
+}
+
+/// The first of `requests` made for `revision`.
+pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Option<CertificateRequest> {
+    requests
+        .iter()
+        .find(|cr| revision_of(cr) == Some(revision))
+        .map(|cr| (**cr).clone())
+}
+
+/// Whether `secret` is one of `crt`'s next-private-key Secrets: labelled so and controlled by
+/// it. cert-manager v1.21.3 (#9224) trusts `status.nextPrivateKeySecretName` only then:
+/// otherwise whoever may write a Certificate's status could have another's key signed.
+pub fn is_next_key_of(secret: &Secret, crt: &Certificate) -> bool {
+    let labelled = secret
+        .labels()
+        .get(label::NEXT_PRIVATE_KEY)
+        .is_some_and(|v| v == "true");
+    labelled && controlled_by(&secret.metadata, crt)
+}
+
+/// `crt`'s next-private-key Secrets, from the cache.
+pub fn next_key_secrets(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<Secret>> {
+    let namespace = crt.namespace();
+    ctx.secrets
+        .state()
+        .into_iter()
+        .filter(|s| s.namespace() == namespace && is_next_key_of(s, crt))
+        .collect()
+}
+
+/// The Secret `status.nextPrivateKeySecretName` names, if it is one of `crt`'s key Secrets.
+pub fn trusted_next_key(ctx: &CertificateContext, crt: &Certificate) -> Option<Arc<Secret>> {
+    let name = crt.status.as_ref()?.next_private_key_secret_name.as_deref()?;
+    let secret = ctx
+        .secrets
+        .get(&ObjectRef::new(name).within(&crt.namespace().unwrap_or_default()))?;
+    is_next_key_of(&secret, crt).then_some(secret)
+}
+
+/// The Secret named `name` in `crt`'s namespace: from the cache of labelled Secrets, else read
+/// live (a Secret the user made, not labelled yet); `None` when it does not exist.
+pub async fn secret_named(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    name: &str,
+) -> Result<Option<Secret>, Error> {
+    let namespace = crt.namespace().unwrap_or_default();
+    if let Some(secret) = ctx.secrets.get(&ObjectRef::new(name).within(&namespace)) {
+        return Ok(Some((*secret).clone()));
+    }
+    live_secret(ctx, &namespace, name).await
+}
+
+/// One live GET of a Secret; `None` on 404.
+pub async fn live_secret(
+    ctx: &CertificateContext,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Secret>, Error> {
+    Api::<Secret>::namespaced(ctx.shared.client.clone(), namespace)
+        .get_opt(name)
+        .await
+        .map_err(Error::api("reading Secret", format!("{namespace}/{name}")))
+}
+
+/// The target Secret (`spec.secretName`).
+pub async fn target_secret(ctx: &CertificateContext, crt: &Certificate) -> Result<Option<Secret>, Error> {
+    secret_named(ctx, crt, &crt.spec.secret_name).await
+}
+
+/// The policy chains' input: the Secret, and the requests of the current and next revision.
+pub fn chain_input(
+    crt: &Certificate,
+    secret: Option<Secret>,
+    requests: &[Arc<CertificateRequest>],
+    now: k8s_openapi::jiff::Timestamp,
+) -> Input {
+    let revision = current_revision(crt);
+    let current = crt
+        .status
+        .as_ref()
+        .and_then(|s| s.revision)
+        .and_then(|r| for_revision(requests, r));
+    Input {
+        certificate: crt.clone(),
+        secret,
+        current_request: current,
+        next_request: for_revision(requests, revision + 1),
+        now,
+    }
+}
+
+/// `Kind namespace/name` of a Certificate, for logs and errors.
+pub fn describe(crt: &Certificate) -> String {
+    crate::controllers::plan::describe(crt)
+}

@@ -1,0 +1,120 @@
+//! Readiness: writes `Ready` (the readiness chain: the trigger's checks, then expiry) with
+//! `notBefore`, `notAfter` and `renewalTime` from the Secret's certificate, and looks again
+//! at the renewal time and just after `notAfter`, so an expired certificate reads
+//! `Ready=False`/`Expired` within a second instead of at the next resync. A spec cert-manager's
+//! webhook would refuse (no webhook runs in standalone mode) reads `Ready=False` with why.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::runtime::controller::Action;
+use serde_json::{Map, Value, json};
+
+use super::status::{Times, condition, document, time, times};
+use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use crate::api::certmanager::{Certificate, READY};
+use crate::certificates::policy::checks::Input;
+use crate::certificates::policy::{chains::READINESS, evaluate, reason};
+use crate::certificates::validation;
+use crate::controllers::plan::{Next, Plan, requeue};
+use crate::controllers::status::FieldManager;
+
+const NAME: &str = "readiness";
+
+/// The reason of `Ready=False` for a spec the webhook would refuse.
+pub const REASON_INVALID: &str = "InvalidSpec";
+
+/// Looks again this long after `notAfter`, when the certificate has expired.
+const AFTER_EXPIRY: SignedDuration = SignedDuration::from_millis(1000);
+
+/// The readiness plan for `input`.
+pub fn decide(input: &Input) -> Plan<()> {
+    let crt = &input.certificate;
+    let times = times(crt, input.secret.as_ref());
+    let errors = validation::validate(&crt.spec);
+    let (ready, why, message) = if !errors.is_empty() {
+        (false, REASON_INVALID, validation::message(&errors))
+    } else if let Some((_, violation)) = evaluate(READINESS, input) {
+        (false, violation.reason, violation.message)
+    } else if let Some(err) = times.as_ref().and_then(|t| t.window_error.clone()) {
+        (
+            false,
+            reason::WINDOW_ERROR,
+            format!("Could not calculate renewal time: {err}"),
+        )
+    } else {
+        (
+            true,
+            "Ready",
+            "Certificate is up to date and has not expired".to_string(),
+        )
+    };
+    let condition = condition(crt, READY, ready, why, &message, input.now);
+    let mut doc = Map::new();
+    doc.insert("conditions".into(), json!([condition]));
+    if let Some(t) = &times {
+        doc.insert("notBefore".into(), time(t.not_before));
+        doc.insert("notAfter".into(), time(t.not_after));
+        if let Some(renewal) = t.renewal {
+            doc.insert("renewalTime".into(), time(renewal));
+        }
+    }
+    let next = next_look(times.as_ref(), input.now);
+    let status = (!already_says(crt, &doc)).then(|| document(Value::Object(doc)));
+    Plan {
+        status,
+        event: None,
+        next,
+    }
+}
+
+/// The next time readiness can change by itself: the renewal time, or just after expiry.
+fn next_look(times: Option<&Times>, now: Timestamp) -> Next<()> {
+    let Some(t) = times else {
+        return Next::AwaitChange;
+    };
+    let expiry = t.not_after.checked_add(AFTER_EXPIRY).ok();
+    let soonest = [t.renewal, expiry]
+        .into_iter()
+        .flatten()
+        .filter(|at| *at > now)
+        .min();
+    match soonest.and_then(|at| Duration::try_from(at.duration_since(now)).ok()) {
+        Some(wait) => Next::After(wait),
+        None => Next::AwaitChange,
+    }
+}
+
+/// Whether the status already holds `doc` (same condition, same times).
+fn already_says(crt: &Certificate, doc: &Map<String, Value>) -> bool {
+    let Some(status) = crt.status.as_ref() else {
+        return false;
+    };
+    let Ok(current) = serde_json::to_value(status) else {
+        return false;
+    };
+    let same_condition = doc["conditions"][0] == json!(crt.condition(READY));
+    let same = |key: &str| doc.get(key) == current.get(key);
+    same_condition && same("notBefore") && same("notAfter") && same("renewalTime")
+}
+
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+    if !acts_on(&crt) {
+        return Ok(Action::await_change());
+    }
+    let requests = observe::owned_requests(&ctx, &crt);
+    let secret = observe::target_secret(&ctx, &crt).await?;
+    let input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
+    let plan = decide(&input);
+    let next = execute(&ctx, &crt, FieldManager::READINESS, plan).await?;
+    ctx.settled(&super::retry_key(NAME, &crt));
+    Ok(requeue(&next, || Duration::from_secs(1)))
+}
+
+pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    error_policy(NAME, &crt, err, &ctx)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,102 @@
+//! The pieces of a Certificate's status the controllers write: conditions (one transition
+//! rule), the apply document, and the times read from the Secret's certificate.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::api::WritableCondition;
+use crate::api::certmanager::{Certificate, CertificateCondition};
+use crate::certificates::decode;
+use crate::certificates::go::parse_go_duration;
+use crate::certificates::keys::data;
+use crate::certificates::renewal::{self, Policy, Renewal, RenewalError};
+
+/// A condition of `type_` for `crt`, keeping the previous transition time when the status
+/// did not change, for the generation observed.
+pub fn condition(
+    crt: &Certificate,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) -> CertificateCondition {
+    CertificateCondition {
+        type_: type_.to_string(),
+        status: if status { "True" } else { "False" }.to_string(),
+        reason: reason.to_string(),
+        message: message.to_string(),
+        last_transition_time: Some(Time(now)),
+        ..CertificateCondition::default()
+    }
+    .with_transition_from(crt.condition(type_))
+    .for_generation(crt.metadata.generation)
+}
+
+/// The apply document for a Certificate's status.
+pub fn document(status: Value) -> Value {
+    crate::controllers::status::document::<Certificate>(status)
+}
+
+/// A time as the status holds it (RFC 3339, seconds).
+pub fn time(at: Timestamp) -> Value {
+    serde_json::to_value(Time(at)).unwrap_or(Value::Null)
+}
+
+/// What the Secret's certificate says about time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Times {
+    pub not_before: Timestamp,
+    pub not_after: Timestamp,
+    /// `None` with `renewal.policy: Disabled`.
+    pub renewal: Option<Timestamp>,
+    /// Why the renewal windows could not place the renewal (it falls back to the plain time).
+    pub window_error: Option<String>,
+}
+
+/// The times of the leaf in `tls.crt`, or `None` when there is none that decodes.
+pub fn times(crt: &Certificate, secret: Option<&k8s_openapi::api::core::v1::Secret>) -> Option<Times> {
+    let bytes = &secret?.data.as_ref()?.get(data::TLS_CRT)?.0;
+    let der = decode::leaf_certificate(bytes).ok()?;
+    let (_, cert) = X509Certificate::from_der(&der).ok()?;
+    let not_before = Timestamp::from_second(cert.validity().not_before.timestamp()).ok()?;
+    let not_after = Timestamp::from_second(cert.validity().not_after.timestamp()).ok()?;
+    let (renewal, window_error) = renewal_of(crt, not_before, not_after);
+    Some(Times {
+        not_before,
+        not_after,
+        renewal,
+        window_error,
+    })
+}
+
+/// The renewal time of a certificate valid `not_before..not_after` under `crt`'s spec.
+fn renewal_of(
+    crt: &Certificate,
+    not_before: Timestamp,
+    not_after: Timestamp,
+) -> (Option<Timestamp>, Option<String>) {
+    let spec = &crt.spec;
+    let renewal = Renewal {
+        renew_before: spec
+            .renew_before
+            .as_deref()
+            .and_then(|d| parse_go_duration(d).ok())
+            .and_then(|d| std::time::Duration::try_from(d).ok()),
+        renew_before_percentage: spec.renew_before_percentage,
+    };
+    let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
+    let policy = Policy::parse(spec.renewal.as_ref().map(|r| r.policy.as_str()));
+    let at =
+        policy.and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows));
+    match at {
+        Ok(at) => (at, None),
+        Err(err @ RenewalError::NoLifetime) => (Some(not_after), Some(err.to_string())),
+        Err(err) => {
+            let plain = renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
+            (err.fallback().or(plain.ok().flatten()), Some(err.to_string()))
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! How the Certificate controllers are wired. Two watches of their own: Certificates (ours
+//! only reach the store) and Secrets labelled `controller.cert-manager.io/fao=true`, whole
+//! (the issued Secrets and next-key Secrets). Every other Secret is seen through the shared
+//! metadata feed only, and read live when its data is needed. Each Certificate controller runs
+//! on its Certificates, their requests, and the Secrets they name or own.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, future};
+use k8s_openapi::api::core::v1::Secret;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+
+use super::observe::is_ours;
+use super::{
+    CertificateContext, Error, Settings, approver, issuing, keymanager, readiness, requestmanager,
+    revisionmanager, trigger,
+};
+use crate::api::certmanager::{Certificate, CertificateRequest};
+use crate::certificates::keys::label;
+use crate::controllers::context::Shared;
+use crate::controllers::wiring::{SecretMeta, Watched, Wiring, drive, reflect_with};
+
+/// The two watches standalone mode adds.
+pub struct StandaloneWatches {
+    pub certificates: Watched<Certificate>,
+    pub secrets: Watched<Secret>,
+}
+
+type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Action, Error>>;
+type OnError = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Action;
+
+/// The Certificate controllers and the watches feeding them, ready to run.
+pub fn controllers(
+    client: &kube::Client,
+    wiring: &mut Wiring,
+    shared: Arc<Shared>,
+    settings: Settings,
+) -> (Vec<BoxFuture<'static, ()>>, BoxFuture<'static, ()>) {
+    let watches = StandaloneWatches {
+        certificates: Watched::new(4096),
+        secrets: Watched::new(4096),
+    };
+    let stores = (
+        watches.certificates.store.clone(),
+        wiring.requests.store.clone(),
+        watches.secrets.store.clone(),
+    );
+    let approve = settings.approve_own_requests;
+    let ctx = Arc::new(CertificateContext::new(shared, settings, stores));
+    let lifecycle: [(Reconcile, OnError); 6] = [
+        (|c, x| trigger::reconcile(c, x).boxed(), trigger::on_error),
+        (|c, x| keymanager::reconcile(c, x).boxed(), keymanager::on_error),
+        (
+            |c, x| requestmanager::reconcile(c, x).boxed(),
+            requestmanager::on_error,
+        ),
+        (|c, x| issuing::reconcile(c, x).boxed(), issuing::on_error),
+        (|c, x| readiness::reconcile(c, x).boxed(), readiness::on_error),
+        (
+            |c, x| revisionmanager::reconcile(c, x).boxed(),
+            revisionmanager::on_error,
+        ),
+    ];
+    let mut out: Vec<BoxFuture<'static, ()>> = lifecycle
+        .into_iter()
+        .map(|(reconcile, on_error)| {
+            let meta = wiring.secrets.subscribe();
+            certificate_controller(wiring, &watches, meta, ctx.clone(), reconcile, on_error)
+        })
+        .collect();
+    if approve {
+        out.push(approver_controller(wiring, ctx.clone()));
+    }
+    (out, watch(client, watches))
+}
+
+fn certificate_controller(
+    wiring: &Wiring,
+    watches: &StandaloneWatches,
+    meta: impl futures::Stream<Item = Arc<SecretMeta>> + Send + 'static,
+    ctx: Arc<CertificateContext>,
+    reconcile: Reconcile,
+    on_error: OnError,
+) -> BoxFuture<'static, ()> {
+    let store = watches.certificates.store.clone();
+    let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store.clone());
+    let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
+        .with_config(wiring.config.clone())
+        .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
+            owner_of(&for_requests, &cr.metadata)
+        })
+        .watches_shared_stream(watches.secrets.subscribe(), move |s: Arc<Secret>| {
+            certificates_for_secret(&for_secrets, &s.metadata)
+        })
+        .watches_shared_stream(meta, move |s: Arc<SecretMeta>| {
+            certificates_for_secret(&for_meta, &s.metadata)
+        })
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(reconcile, on_error, ctx);
+    drive(controller)
+}
+
+fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFuture<'static, ()> {
+    let controller =
+        Controller::for_shared_stream(wiring.requests.subscribe(), wiring.requests.store.clone())
+            .with_config(wiring.config.clone())
+            .graceful_shutdown_on(wiring.shutdown.clone())
+            .run(approver::reconcile, approver::on_error, ctx);
+    drive(controller)
+}
+
+/// The Certificate controlling an object, if the store has it.
+fn owner_of(
+    store: &Store<Certificate>,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<ObjectRef<Certificate>> {
+    let namespace = meta.namespace.as_deref()?;
+    let owner = meta
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true) && r.kind == "Certificate")?;
+    let reference = ObjectRef::new(&owner.name).within(namespace);
+    store
+        .get(&reference)
+        .filter(|c| c.uid().as_deref() == Some(owner.uid.as_str()))
+        .map(|_| reference)
+}
+
+/// The Certificates a Secret matters to: its controlling Certificate (a next-key Secret),
+/// those naming it as `secretName`, and those whose keystores take their password from it.
+pub fn certificates_for_secret(
+    store: &Store<Certificate>,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<ObjectRef<Certificate>> {
+    let (Some(namespace), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
+        return Vec::new();
+    };
+    let mut out: Vec<ObjectRef<Certificate>> = store
+        .state()
+        .iter()
+        .filter(|c| c.namespace().as_deref() == Some(namespace) && names_secret(c, name))
+        .map(|c| ObjectRef::from_obj(&**c))
+        .collect();
+    out.extend(owner_of(store, meta));
+    out
+}
+
+fn names_secret(crt: &Certificate, name: &str) -> bool {
+    let stores = crt.spec.keystores.as_ref();
+    let password_refs = [
+        stores
+            .and_then(|k| k.pkcs12.as_ref())
+            .and_then(|p| p.password_secret_ref.as_ref()),
+        stores
+            .and_then(|k| k.jks.as_ref())
+            .and_then(|j| j.password_secret_ref.as_ref()),
+    ];
+    crt.spec.secret_name == name || password_refs.iter().flatten().any(|r| r.name == name)
+}
+
+/// Runs the two watches until the process ends.
+fn watch(client: &kube::Client, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
+    let fao = watcher::Config::default().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
+    future::join(
+        reflect_with(
+            Api::<Certificate>::all(client.clone()),
+            watcher::Config::default(),
+            watches.certificates.into_writer(),
+            ours_only,
+        ),
+        reflect_with(
+            Api::<Secret>::all(client.clone()),
+            fao,
+            watches.secrets.into_writer(),
+            Some,
+        ),
+    )
+    .map(drop)
+    .boxed()
+}
+
+/// Keeps only Certificates for our issuers in the store; one that stops being ours leaves it.
+fn ours_only(event: watcher::Event<Certificate>) -> Option<watcher::Event<Certificate>> {
+    match event {
+        watcher::Event::Apply(crt) if !is_ours(&crt) => Some(watcher::Event::Delete(crt)),
+        watcher::Event::InitApply(crt) if !is_ours(&crt) => None,
+        event => Some(event),
+    }
+}
