@@ -1,9 +1,9 @@
 //! cert-manager's Certificate semantics as pure code, for the standalone lifecycle controllers
-//! to come: what they decide with, with no Kubernetes I/O.
+//! (`controllers::certificate`): what they decide with, with no Kubernetes I/O.
 
 pub mod decode;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod go;
 pub mod keys;
 pub mod matching;

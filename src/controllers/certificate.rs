@@ -22,6 +22,9 @@ pub mod status;
 pub mod trigger;
 mod wiring;
 
+#[cfg(test)]
+mod testing;
+
 use std::sync::Arc;
 use std::time::Duration;
 

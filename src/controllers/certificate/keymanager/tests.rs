@@ -1,1 +1,283 @@
 use super::*;
+use crate::certificates::fixtures::{self, key, key_pem};
+use crate::controllers::certificate::testing::{event, with_condition, with_status};
+
+fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
+    let mut crt = fixtures::certificate("web", fixtures::spec());
+    crt.metadata.uid = Some("uid-1".into());
+    if let Some(k) = crt.spec.private_key.as_mut() {
+        k.rotation_policy = policy.to_string();
+    }
+    let crt = with_status(crt, |s| {
+        s.next_private_key_secret_name = named.map(str::to_string)
+    });
+    if issuing {
+        with_condition(crt, ISSUING, "True", "DoesNotExist", "2026-02-01T00:00:00Z")
+    } else {
+        crt
+    }
+}
+
+fn key_secret_named(name: &str, pem: &[u8]) -> Secret {
+    let mut secret = fixtures::secret(&[(data::TLS_KEY, pem)], &[]);
+    secret.metadata.name = Some(name.to_string());
+    secret
+}
+
+fn ec_pem() -> Vec<u8> {
+    key_pem(fixtures::ec())
+}
+
+fn rsa_pem() -> Vec<u8> {
+    key_pem(key(KeySpec::Rsa(2048), false))
+}
+
+fn create(name: &str, source: Source) -> Next<Work> {
+    Next::Work(Work {
+        delete: Vec::new(),
+        create: Some((name.to_string(), source)),
+    })
+}
+
+fn delete(names: &[&str]) -> Next<Work> {
+    Next::Work(Work {
+        delete: names.iter().map(|n| n.to_string()).collect(),
+        create: None,
+    })
+}
+
+#[test]
+fn key_manager_table() {
+    let k1 = key_secret_named("k1", &ec_pem());
+    let k2 = key_secret_named("k2", &ec_pem());
+    let k1_rsa = key_secret_named("k1", &rsa_pem());
+    let k1_garbage = key_secret_named("k1", b"not a key");
+    let target_ec = fixtures::secret(&[(data::TLS_KEY, &ec_pem())], &[]);
+    let target_rsa = fixtures::secret(&[(data::TLS_KEY, &rsa_pem())], &[]);
+    let target_garbage = fixtures::secret(&[(data::TLS_KEY, b"garbage")], &[]);
+    let derived = next_key_name(&crt(true, None, ""));
+    let generate = Source::Generate(KeySpec::Ecdsa(256));
+    type Row<'a> = (
+        &'a str,
+        Certificate,
+        Vec<&'a Secret>,
+        Option<&'a Secret>,
+        Option<Option<&'a str>>,
+        Option<&'a str>,
+        Next<Work>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "not issuing: delete the key Secrets, unset the name",
+            crt(false, Some("k1"), ""),
+            vec![&k1],
+            None,
+            Some(None),
+            None,
+            delete(&["k1"]),
+        ),
+        (
+            "not issuing, nothing there",
+            crt(false, None, ""),
+            vec![],
+            None,
+            None,
+            None,
+            Next::AwaitChange,
+        ),
+        (
+            "issuing, no key yet: a new key under the derived name",
+            crt(true, None, ""),
+            vec![],
+            None,
+            Some(Some(&derived)),
+            None,
+            create(&derived, generate.clone()),
+        ),
+        (
+            "issuing, name in status but no Secret: made under that name",
+            crt(true, Some("x"), ""),
+            vec![],
+            None,
+            Some(Some("x")),
+            None,
+            create("x", generate.clone()),
+        ),
+        (
+            "one key Secret, no name: adopted",
+            crt(true, None, ""),
+            vec![&k1],
+            None,
+            Some(Some("k1")),
+            None,
+            Next::AwaitChange,
+        ),
+        (
+            "the named key Secret is good",
+            crt(true, Some("k1"), ""),
+            vec![&k1],
+            None,
+            None,
+            None,
+            Next::AwaitChange,
+        ),
+        (
+            "a key Secret under another name",
+            crt(true, Some("k2"), ""),
+            vec![&k1],
+            None,
+            None,
+            None,
+            delete(&["k1"]),
+        ),
+        (
+            "the key no longer matches the spec",
+            crt(true, Some("k1"), ""),
+            vec![&k1_rsa],
+            None,
+            None,
+            Some("Deleted"),
+            delete(&["k1"]),
+        ),
+        (
+            "the key does not decode",
+            crt(true, Some("k1"), ""),
+            vec![&k1_garbage],
+            None,
+            None,
+            None,
+            delete(&["k1"]),
+        ),
+        (
+            "two key Secrets: keep the named one",
+            crt(true, Some("k1"), ""),
+            vec![&k1, &k2],
+            None,
+            None,
+            None,
+            delete(&["k2"]),
+        ),
+        (
+            "Never: reuse the Secret's key",
+            crt(true, None, "Never"),
+            vec![],
+            Some(&target_ec),
+            Some(Some(&derived)),
+            Some("Reused"),
+            create(&derived, Source::Reuse(ec_pem())),
+        ),
+        (
+            "Never, key undecodable: a new one",
+            crt(true, None, "Never"),
+            vec![],
+            Some(&target_garbage),
+            Some(Some(&derived)),
+            Some("DecodeFailed"),
+            create(&derived, generate.clone()),
+        ),
+        (
+            "Never, key of another algorithm: stop",
+            crt(true, None, "Never"),
+            vec![],
+            Some(&target_rsa),
+            None,
+            Some("CannotRegenerateKey"),
+            Next::AwaitChange,
+        ),
+        (
+            "Never, no Secret yet: a new key",
+            crt(true, None, "Never"),
+            vec![],
+            None,
+            Some(Some(&derived)),
+            None,
+            create(&derived, generate.clone()),
+        ),
+        (
+            "Always ignores the Secret's key",
+            crt(true, None, "Always"),
+            vec![],
+            Some(&target_ec),
+            Some(Some(&derived)),
+            None,
+            create(&derived, generate.clone()),
+        ),
+    ];
+    for (name, crt, owned, target, status, reason, next) in rows {
+        let plan = decide(&Facts {
+            certificate: &crt,
+            owned,
+            target,
+        });
+        let applied = plan.status.as_ref().map(|doc| {
+            doc["status"]
+                .get("nextPrivateKeySecretName")
+                .and_then(|v| v.as_str())
+        });
+        assert_eq!(applied, status, "{name}");
+        assert_eq!(event(&plan).map(|e| e.1), reason, "{name}");
+        assert_eq!(plan.next, next, "{name}");
+    }
+}
+
+#[test]
+fn event_messages_are_cert_managers() {
+    let k1_rsa = key_secret_named("k1", &rsa_pem());
+    let plan = decide(&Facts {
+        certificate: &crt(true, Some("k1"), ""),
+        owned: vec![&k1_rsa],
+        target: None,
+    });
+    assert_eq!(
+        event(&plan).map(|e| e.2),
+        Some("Regenerating private key due to change in fields: [spec.privateKey.algorithm]".to_string())
+    );
+    let target = fixtures::secret(&[(data::TLS_KEY, &ec_pem())], &[]);
+    let plan = decide(&Facts {
+        certificate: &crt(true, None, "Never"),
+        owned: vec![],
+        target: Some(&target),
+    });
+    assert_eq!(
+        event(&plan).map(|e| e.2),
+        Some("Reusing private key stored in existing Secret resource \"tls\"".to_string())
+    );
+}
+
+#[test]
+fn the_key_secret_is_labelled_owned_and_named_from_the_uid() {
+    let crt = crt(true, None, "");
+    assert_eq!(
+        next_key_name(&crt),
+        format!("web-{}", &hex::encode(Sha256::digest(b"uid-1"))[..8])
+    );
+    let long = {
+        let mut c = crt.clone();
+        c.metadata.name = Some("a".repeat(253));
+        next_key_name(&c)
+    };
+    assert_eq!(long.len(), 253);
+    let secret = key_secret(&crt, "web-key", b"PEM".to_vec());
+    let labels = secret.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get(label::NEXT_PRIVATE_KEY).map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        labels.get(label::PART_OF_CERT_MANAGER).map(String::as_str),
+        Some("true")
+    );
+    let owner = &secret.metadata.owner_references.clone().unwrap_or_default()[0];
+    assert_eq!(
+        (owner.uid.as_str(), owner.controller, owner.kind.as_str()),
+        ("uid-1", Some(true), "Certificate")
+    );
+    assert_eq!(
+        secret
+            .data
+            .unwrap_or_default()
+            .get(data::TLS_KEY)
+            .map(|b| b.0.clone()),
+        Some(b"PEM".to_vec())
+    );
+}

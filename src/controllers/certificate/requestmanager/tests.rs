@@ -1,1 +1,263 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use super::*;
+use crate::api::certmanager::CertificateRequestCondition;
+use crate::certificates::fixtures::{self, at, key};
+use crate::certificates::keys::annotation;
+use crate::controllers::certificate::testing::{with_condition, with_status};
+use crate::pki::keys::KeySpec;
+
+fn issuing(revision: Option<i64>) -> Certificate {
+    let crt = fixtures::certificate("web", fixtures::spec());
+    let crt = with_status(crt, |s| s.revision = revision);
+    with_condition(crt, ISSUING, "True", "DoesNotExist", "2026-02-01T00:00:00Z")
+}
+
+fn request(name: &str, revision: Option<i64>, key: &Key) -> CertificateRequest {
+    let mut cr = fixtures::request_for(&fixtures::spec(), key);
+    cr.metadata.name = Some(name.to_string());
+    cr.metadata.annotations =
+        revision.map(|r| BTreeMap::from([(annotation::CERTIFICATE_REVISION.to_string(), r.to_string())]));
+    cr
+}
+
+fn failed_at(mut cr: CertificateRequest, when: &str) -> CertificateRequest {
+    let status = cr.status.get_or_insert_with(Default::default);
+    status.conditions.push(CertificateRequestCondition {
+        type_: READY.into(),
+        status: "False".into(),
+        reason: REASON_FAILED.into(),
+        ..Default::default()
+    });
+    status.failure_time = Some(Time(at(when)));
+    cr
+}
+
+fn work(delete: &[&str], create: Option<i64>) -> Next<Work> {
+    Next::Work(Work {
+        delete: delete.iter().map(|n| n.to_string()).collect(),
+        create,
+    })
+}
+
+#[test]
+fn request_manager_table() {
+    let ec = fixtures::ec();
+    let other = key(KeySpec::Ecdsa(256), true);
+    let rsa = key(KeySpec::Rsa(2048), false);
+    let good = request("web-1", Some(1), ec);
+    let unnumbered = request("web-x", None, ec);
+    let other_key = request("web-1", Some(1), other);
+    let mut old_spec = fixtures::spec();
+    old_spec.dns_names = vec!["old.example.com".into()];
+    let mut stale = fixtures::request_for(&old_spec, ec);
+    stale.metadata = request("web-1", Some(1), ec).metadata;
+    let failed_before = failed_at(request("web-1", Some(1), ec), "2026-01-31T00:00:00Z");
+    let failed_since = failed_at(request("web-1", Some(1), ec), "2026-02-02T00:00:00Z");
+    let second = request("web-2", Some(2), ec);
+    let not_issuing = fixtures::certificate("web", fixtures::spec());
+    type Row<'a> = (
+        &'a str,
+        Certificate,
+        Option<&'a Key>,
+        Vec<&'a CertificateRequest>,
+        Next<Work>,
+    );
+    let rows: Vec<Row> = vec![
+        ("not issuing", not_issuing, Some(ec), vec![], Next::AwaitChange),
+        ("no next key yet", issuing(None), None, vec![], Next::AwaitChange),
+        (
+            "next key of another algorithm",
+            issuing(None),
+            Some(rsa),
+            vec![],
+            Next::AwaitChange,
+        ),
+        (
+            "no request: create revision 1",
+            issuing(None),
+            Some(ec),
+            vec![],
+            work(&[], Some(1)),
+        ),
+        (
+            "the request is there",
+            issuing(None),
+            Some(ec),
+            vec![&good],
+            Next::AwaitChange,
+        ),
+        (
+            "a request without a revision goes",
+            issuing(None),
+            Some(ec),
+            vec![&unnumbered, &good],
+            work(&["web-x"], None),
+        ),
+        (
+            "a request for another key is replaced",
+            issuing(None),
+            Some(ec),
+            vec![&other_key],
+            work(&["web-1"], Some(1)),
+        ),
+        (
+            "a request for an old spec is replaced",
+            issuing(None),
+            Some(ec),
+            vec![&stale],
+            work(&["web-1"], Some(1)),
+        ),
+        (
+            "failed before this issuance: replaced",
+            issuing(None),
+            Some(ec),
+            vec![&failed_before],
+            work(&["web-1"], Some(1)),
+        ),
+        (
+            "failed during this issuance: kept",
+            issuing(None),
+            Some(ec),
+            vec![&failed_since],
+            Next::AwaitChange,
+        ),
+        (
+            "revision 2 after 1",
+            issuing(Some(1)),
+            Some(ec),
+            vec![&good],
+            work(&[], Some(2)),
+        ),
+        (
+            "revision 2 there",
+            issuing(Some(1)),
+            Some(ec),
+            vec![&good, &second],
+            Next::AwaitChange,
+        ),
+    ];
+    for (name, crt, next_key, requests, next) in rows {
+        let plan = decide(&Facts {
+            certificate: &crt,
+            next_key,
+            requests,
+        });
+        assert_eq!(plan.status, None, "{name}");
+        assert_eq!(plan.next, next, "{name}");
+    }
+}
+
+#[test]
+fn request_names_table() {
+    let long = "a".repeat(240);
+    let digest = hex::encode(Sha256::digest(long.as_bytes()));
+    let dotted = format!("{}.b{}", "a".repeat(167), "c".repeat(100));
+    let dotted_digest = hex::encode(Sha256::digest(dotted.as_bytes()));
+    let rows = [
+        ("web".to_string(), 1, "web-1".to_string()),
+        ("a".repeat(233), 7, format!("{}-7", "a".repeat(233))),
+        (long.clone(), 2, format!("{}-{digest}-2", "a".repeat(168))),
+        (
+            dotted.clone(),
+            3,
+            format!("{}-{dotted_digest}-3", "a".repeat(167)),
+        ),
+    ];
+    for (name, revision, want) in rows {
+        assert_eq!(request_name(&name, revision), want, "{name}");
+    }
+}
+
+use sha2::{Digest, Sha256};
+
+#[test]
+fn copied_annotations_table() {
+    let all: BTreeMap<String, String> = [
+        ("team", "a"),
+        ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
+        ("fluxcd.io/x", "1"),
+        ("example.com/keep", "yes"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let prefixes = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let defaults = prefixes(&[
+        "*",
+        "-kubectl.kubernetes.io/",
+        "-fluxcd.io/",
+        "-argocd.argoproj.io/",
+    ]);
+    let rows: [(&str, Vec<String>, Vec<&str>); 4] = [
+        (
+            "cert-manager's defaults",
+            defaults,
+            vec!["example.com/keep", "team"],
+        ),
+        (
+            "one prefix",
+            prefixes(&["example.com/"]),
+            vec!["example.com/keep"],
+        ),
+        ("nothing", prefixes(&[]), vec![]),
+        (
+            "exclusion before all does not exclude",
+            prefixes(&["-team", "*"]),
+            vec![
+                "example.com/keep",
+                "fluxcd.io/x",
+                "kubectl.kubernetes.io/last-applied-configuration",
+                "team",
+            ],
+        ),
+    ];
+    for (name, p, want) in rows {
+        let got = annotations_to_copy(&all, &p);
+        assert_eq!(got.keys().map(String::as_str).collect::<Vec<_>>(), want, "{name}");
+    }
+}
+
+#[test]
+fn the_request_carries_the_spec_labels_annotations_and_owner() {
+    let mut crt = fixtures::certificate("web", fixtures::spec());
+    crt.metadata.namespace = Some("ns".into());
+    crt.metadata.uid = Some("uid-1".into());
+    crt.metadata.labels = Some(BTreeMap::from([("app".to_string(), "web".to_string())]));
+    crt.metadata.annotations = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
+    crt.spec.duration = Some("2h".into());
+    crt.spec.usages = vec!["server auth".into()];
+    let ec = fixtures::ec();
+    let cr = super::request(&crt, ec, 3, "web-key", &["*".to_string()]).expect("request");
+    assert_eq!(cr.metadata.name.as_deref(), Some("web-3"));
+    assert_eq!(cr.metadata.namespace.as_deref(), Some("ns"));
+    assert_eq!(cr.metadata.labels, crt.metadata.labels);
+    let annotations: Vec<(&str, &str)> = cr
+        .annotations()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(
+        annotations,
+        [
+            ("cert-manager.io/certificate-name", "web"),
+            ("cert-manager.io/certificate-revision", "3"),
+            ("cert-manager.io/private-key-secret-name", "web-key"),
+            ("team", "a"),
+        ]
+    );
+    let owner = &cr.owner_references()[0];
+    assert_eq!(
+        (owner.uid.as_str(), owner.controller, owner.block_owner_deletion),
+        ("uid-1", Some(true), Some(true))
+    );
+    assert_eq!(
+        (cr.spec.duration.as_deref(), cr.spec.is_ca, cr.spec.usages.clone()),
+        (Some("2h"), false, vec!["server auth".to_string()])
+    );
+    assert_eq!(cr.spec.issuer_ref, crt.spec.issuer_ref);
+    assert!(csr_has_key(&cr, ec), "the CSR is for the next key");
+    assert!(request_matches_spec(&cr, &crt.spec).expect("parses").is_empty());
+}

@@ -1,1 +1,220 @@
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use super::*;
+use crate::certificates::fixtures::{self, at};
+use crate::controllers::certificate::testing::{applied_condition, event, with_condition, with_status};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn facts(f: impl FnOnce(&mut Facts)) -> Facts {
+    let mut facts = Facts {
+        input: fixtures::input(),
+        owns_secret: true,
+        backoff: (HOUR, 32 * HOUR),
+    };
+    f(&mut facts);
+    facts
+}
+
+fn failed_once(minutes_ago: i64) -> impl FnOnce(&mut Facts) {
+    move |f| {
+        let when = f.input.now - k8s_openapi::jiff::SignedDuration::from_mins(minutes_ago);
+        f.input.certificate = with_status(f.input.certificate.clone(), |s| {
+            s.last_failure_time = Some(Time(when));
+            s.failed_issuance_attempts = Some(1);
+        });
+    }
+}
+
+type Row = (
+    &'static str,
+    Facts,
+    Option<(&'static str, &'static str)>,
+    Option<&'static str>,
+    Next<()>,
+);
+
+#[test]
+fn trigger_table() {
+    let no_secret = |f: &mut Facts| f.input.secret = None;
+    let rows: Vec<Row> = vec![
+        (
+            "up to date, no renewal time yet",
+            facts(|_| {}),
+            None,
+            None,
+            Next::AwaitChange,
+        ),
+        (
+            "up to date: look again at status.renewalTime",
+            facts(|f| {
+                f.input.certificate = with_status(f.input.certificate.clone(), |s| {
+                    s.renewal_time = Some(Time(at("2026-03-02T00:00:00Z")));
+                });
+            }),
+            None,
+            None,
+            Next::After(Duration::from_secs(29 * 24 * 3600)),
+        ),
+        (
+            "already issuing",
+            facts(|f| {
+                no_secret(f);
+                f.input.certificate = with_condition(
+                    f.input.certificate.clone(),
+                    ISSUING,
+                    "True",
+                    "DoesNotExist",
+                    "2026-02-01T00:00:00Z",
+                );
+            }),
+            None,
+            None,
+            Next::AwaitChange,
+        ),
+        (
+            "another Certificate owns the Secret",
+            facts(|f| {
+                no_secret(f);
+                f.owns_secret = false;
+            }),
+            None,
+            None,
+            Next::After(NOT_OWNER_RECHECK),
+        ),
+        (
+            "no Secret",
+            facts(no_secret),
+            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            Some("Issuing"),
+            Next::AwaitChange,
+        ),
+        (
+            "renewal due",
+            facts(|f| f.input.now = at("2026-03-03T00:00:00Z")),
+            Some((
+                "Renewing",
+                "Renewing certificate as renewal was scheduled at <nil>",
+            )),
+            Some("Issuing"),
+            Next::AwaitChange,
+        ),
+        (
+            "failed 10 minutes ago, next request matches: back off 50 more minutes",
+            facts(|f| {
+                no_secret(f);
+                f.input.next_request = f.input.current_request.clone();
+                failed_once(10)(f);
+            }),
+            None,
+            None,
+            Next::After(Duration::from_secs(50 * 60)),
+        ),
+        (
+            "failed 10 minutes ago, no next request: back off too",
+            facts(|f| {
+                no_secret(f);
+                failed_once(10)(f);
+            }),
+            None,
+            None,
+            Next::After(Duration::from_secs(50 * 60)),
+        ),
+        (
+            "failed 2 hours ago: the back-off is over",
+            facts(|f| {
+                no_secret(f);
+                failed_once(120)(f);
+            }),
+            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            Some("Issuing"),
+            Next::AwaitChange,
+        ),
+        (
+            "failed 10 minutes ago but the spec changed since the request: no back-off",
+            facts(|f| {
+                no_secret(f);
+                f.input.next_request = f.input.current_request.clone();
+                f.input.certificate.spec.dns_names.push("www.example.com".into());
+                failed_once(10)(f);
+            }),
+            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            Some("Issuing"),
+            Next::AwaitChange,
+        ),
+    ];
+    for (name, facts, condition, event_reason, next) in rows {
+        let plan = decide(&facts);
+        let issuing = applied_condition(&plan, ISSUING);
+        assert_eq!(
+            issuing
+                .as_ref()
+                .map(|(s, r, m)| (s.as_str(), r.as_str(), m.as_str())),
+            condition.map(|(r, m)| ("True", r, m)),
+            "{name}"
+        );
+        assert_eq!(event(&plan).map(|e| e.1), event_reason, "{name}");
+        assert_eq!(plan.next, next, "{name}");
+    }
+}
+
+#[test]
+fn the_issuing_condition_records_the_generation_and_time() {
+    let mut facts = facts(|f| f.input.secret = None);
+    facts.input.certificate.metadata.generation = Some(4);
+    let plan = decide(&facts);
+    let body = plan.status.expect("a status apply");
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "apiVersion": "cert-manager.io/v1",
+            "kind": "Certificate",
+            "status": { "conditions": [{
+                "type": "Issuing", "status": "True", "reason": "DoesNotExist",
+                "message": "Issuing certificate as Secret does not exist",
+                "lastTransitionTime": "2026-02-01T00:00:00Z", "observedGeneration": 4,
+            }]},
+        })
+    );
+}
+
+fn named(name: &str, secret: &str, created: &str) -> Arc<Certificate> {
+    let mut crt = fixtures::certificate(name, fixtures::spec());
+    crt.spec.secret_name = secret.to_string();
+    crt.metadata.namespace = Some("ns".into());
+    crt.metadata.creation_timestamp = Some(Time(at(created)));
+    Arc::new(crt)
+}
+
+#[test]
+fn secret_ownership_table() {
+    let all = vec![
+        named("b", "tls", "2026-01-01T00:00:00Z"),
+        named("a", "tls", "2026-01-01T00:00:00Z"),
+        named("old", "tls", "2025-01-01T00:00:00Z"),
+        named("alone", "own", "2026-01-01T00:00:00Z"),
+    ];
+    let annotated = fixtures::secret(
+        &[],
+        &[(crate::certificates::keys::annotation::CERTIFICATE_NAME, "b")],
+    );
+    let foreign = fixtures::secret(
+        &[],
+        &[(crate::certificates::keys::annotation::CERTIFICATE_NAME, "gone")],
+    );
+    let rows: [(&str, Option<&Secret>, bool); 7] = [
+        ("alone", None, true),
+        ("old", None, true),
+        ("a", None, false),
+        ("b", Some(&annotated), true),
+        ("old", Some(&annotated), false),
+        ("old", Some(&foreign), true),
+        ("b", Some(&foreign), false),
+    ];
+    for (name, secret, owns) in rows {
+        let crt = all.iter().find(|c| c.name_any() == name).expect("listed");
+        assert_eq!(owns_secret(crt, &all, secret), owns, "{name} {secret:?}");
+    }
+}
