@@ -27,7 +27,8 @@ pub const REPORTER: &str = "cfssl-issuer";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Notice {
     pub type_: EventType,
-    pub reason: &'static str,
+    /// Mostly a constant; the issuing controller repeats a request condition's own reason.
+    pub reason: std::borrow::Cow<'static, str>,
     /// Truncated to what the API server accepts.
     pub note: String,
     /// What the controller was doing (`Check`, `Sign`).
@@ -35,16 +36,24 @@ pub struct Notice {
 }
 
 impl Notice {
-    pub fn normal(reason: &'static str, action: &'static str, note: &str) -> Self {
+    pub fn normal(
+        reason: impl Into<std::borrow::Cow<'static, str>>,
+        action: &'static str,
+        note: &str,
+    ) -> Self {
         Notice {
             type_: EventType::Normal,
-            reason,
+            reason: reason.into(),
             note: truncate(note),
             action,
         }
     }
 
-    pub fn warning(reason: &'static str, action: &'static str, note: &str) -> Self {
+    pub fn warning(
+        reason: impl Into<std::borrow::Cow<'static, str>>,
+        action: &'static str,
+        note: &str,
+    ) -> Self {
         Notice {
             type_: EventType::Warning,
             ..Notice::normal(reason, action, note)
@@ -80,7 +89,7 @@ impl Events {
     pub async fn publish(&self, notice: &Notice, regarding: &ObjectReference) {
         let event = Event {
             type_: notice.type_,
-            reason: notice.reason.into(),
+            reason: notice.reason.to_string(),
             note: Some(notice.note.clone()),
             action: notice.action.into(),
             secondary: None,
@@ -93,7 +102,7 @@ impl Events {
             }
         };
         if let Err(err) = result {
-            tracing::warn!(error = %err, reason = notice.reason, "cannot publish event");
+            tracing::warn!(error = %err, reason = %notice.reason, "cannot publish event");
         }
     }
 }
@@ -139,7 +148,7 @@ mod tests {
         let n = Notice::warning(reason::DENIED, "Sign", &"x".repeat(2000));
         assert_eq!(
             (n.type_, n.reason, n.action, n.note.len()),
-            (EventType::Warning, "Denied", "Sign", 1003)
+            (EventType::Warning, "Denied".into(), "Sign", 1003)
         );
     }
 }

@@ -21,10 +21,10 @@ pub fn applied_condition<W>(plan: &Plan<W>, type_: &str) -> Option<(String, Stri
 }
 
 /// A plan's event as (type, reason, note).
-pub fn event<W>(plan: &Plan<W>) -> Option<(String, &'static str, String)> {
+pub fn event<W>(plan: &Plan<W>) -> Option<(String, String, String)> {
     plan.event
         .as_ref()
-        .map(|e| (format!("{:?}", e.type_), e.reason, e.note.clone()))
+        .map(|e| (format!("{:?}", e.type_), e.reason.to_string(), e.note.clone()))
 }
 
 /// `crt` with `status` set by `f`.

@@ -1,6 +1,7 @@
 //! The trigger: decides when a Certificate needs a new certificate and says so with
 //! `Issuing=True` (cert-manager's trigger controller). In order: nothing while issuing; only
-//! the owner of a shared `secretName` acts; back-off after failed issuances; then the policy
+//! the owner of a shared `secretName` acts (and only for a spec cert-manager's webhook would
+//! accept); back-off after failed issuances; then the policy
 //! chain (`certificates::policy::chains::TRIGGER`). When nothing is due it looks again at
 //! `status.renewalTime`, never in a periodic scan.
 
@@ -19,6 +20,7 @@ use crate::certificates::matching::request_matches_spec;
 use crate::certificates::policy::checks::{Input, go_time};
 use crate::certificates::policy::{chains::TRIGGER, evaluate, reason};
 use crate::certificates::renewal::backoff_remaining;
+use crate::certificates::validation;
 use crate::controllers::events::Notice;
 use crate::controllers::plan::{Next, Plan, requeue};
 use crate::controllers::status::FieldManager;
@@ -42,7 +44,8 @@ pub struct Facts {
 pub fn decide(facts: &Facts) -> Plan<()> {
     let crt = &facts.input.certificate;
     let now = facts.input.now;
-    if crt.has_true(ISSUING) {
+    // A spec cert-manager's webhook would refuse is never issued; readiness says why.
+    if crt.has_true(ISSUING) || !validation::validate(&crt.spec).is_empty() {
         return Plan::idle(Next::AwaitChange);
     }
     if !facts.owns_secret {

@@ -275,7 +275,7 @@ mod tests {
         let normal = |note: &str| {
             Some(Notice {
                 type_: EventType::Normal,
-                reason: "Checked",
+                reason: "Checked".into(),
                 note: note.into(),
                 action: "Check",
             })
@@ -283,7 +283,7 @@ mod tests {
         let warning = |note: &str| {
             Some(Notice {
                 type_: EventType::Warning,
-                reason: "CAUnreachable",
+                reason: "CAUnreachable".into(),
                 note: note.into(),
                 action: "Check",
             })

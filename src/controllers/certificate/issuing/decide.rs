@@ -106,21 +106,19 @@ fn issuing(facts: &Facts<'_>) -> Decision {
         return Decision::idle();
     }
     let true_condition = |t: &str| cr.condition(t).filter(|c| c.status == "True");
-    if let Some(c) = true_condition(DENIED) {
-        return failed(facts, "Denied", &c.message);
-    }
-    if let Some(c) = true_condition(INVALID_REQUEST) {
-        return failed(facts, "InvalidRequest", &c.message);
+    // Denied wins over a Ready a non-compliant issuer set anyway, then InvalidRequest.
+    if let Some(c) = true_condition(DENIED).or_else(|| true_condition(INVALID_REQUEST)) {
+        return failed(facts, &c.reason, &c.message);
     }
     match cr.condition(READY) {
-        Some(c) if c.status == "False" && c.reason == REASON_FAILED => failed(facts, "Failed", &c.message),
-        Some(c) if c.status == "True" && c.reason == REASON_ISSUED => issued(facts, cr, key, next),
+        Some(c) if c.reason == REASON_FAILED => failed(facts, &c.reason, &c.message),
+        Some(c) if c.reason == REASON_ISSUED => issued(facts, cr, key, next),
         _ => Decision::idle(),
     }
 }
 
 /// The request failed: count it, stop issuing, say why.
-fn failed(facts: &Facts<'_>, reason: &'static str, message: &str) -> Decision {
+fn failed(facts: &Facts<'_>, reason: &str, message: &str) -> Decision {
     let crt = facts.certificate;
     let status = crt.status.clone().unwrap_or_default();
     let attempts = status.failed_issuance_attempts.unwrap_or(0) + 1;
@@ -137,7 +135,7 @@ fn failed(facts: &Facts<'_>, reason: &'static str, message: &str) -> Decision {
         write: None,
         plan: Plan {
             status: Some(document(Value::Object(doc))),
-            event: Some(Notice::warning(reason, "Issue", &message)),
+            event: Some(Notice::warning(reason.to_string(), "Issue", &message)),
             next: Next::AwaitChange,
         },
     }
@@ -177,20 +175,22 @@ fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> D
 
 /// cert-manager's checks of a signed certificate, with its messages.
 fn check_issued(chain: &[u8], key: &Key, now: Timestamp) -> Result<(), String> {
-    let der = decode::leaf_certificate(chain)
-        .map_err(|e| format!("The CertificateRequest contains an invalid certificate: {e}"))?;
-    let (_, cert) = X509Certificate::from_der(&der)
-        .map_err(|e| format!("The CertificateRequest contains an invalid certificate: {e}"))?;
-    if !decode::public_keys_equal(cert.public_key(), key).unwrap_or(false) {
-        return Err(
-            "The CertificateRequest contains a certificate that does not match the next private key".into(),
-        );
+    let invalid =
+        |e: &dyn std::fmt::Display| format!("Issuer returned an invalid certificate: failed to decode: {e}");
+    let der = decode::leaf_certificate(chain).map_err(|e| invalid(&e))?;
+    let (_, cert) = X509Certificate::from_der(&der).map_err(|e| invalid(&e))?;
+    match decode::public_keys_equal(cert.public_key(), key) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err("Issuer returned a certificate with a public key that does not match the CSR. This usually indicates a misconfigured issuer.".into());
+        }
+        Err(e) => return Err(format!("Failed to compare certificate and CSR public keys: {e}")),
     }
     let not_after = Timestamp::from_second(cert.validity().not_after.timestamp()).unwrap_or(now);
-    if not_after < now {
+    if now > not_after {
         return Err(format!(
-            "The CertificateRequest contains a certificate that has already expired at {}",
-            crate::certificates::go::time_string(not_after)
+            "Issuer returned an already expired certificate (notAfter: {}). This usually indicates an expired CA certificate in the issuer.",
+            not_after.strftime("%Y-%m-%dT%H:%M:%SZ")
         ));
     }
     Ok(())

@@ -1,1 +1,301 @@
-use super::*;
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::decide::*;
+use crate::api::certmanager::{Certificate, CertificateRequest, CertificateRequestCondition, ISSUING};
+use crate::certificates::fixtures::{self, at, key};
+use crate::certificates::keys::{annotation, data};
+use crate::controllers::certificate::testing::{applied_condition, event, with_condition, with_status};
+use crate::controllers::plan::Next;
+use crate::pki::keys::{Encoding, Key, KeySpec};
+
+fn issuing(revision: Option<i64>, attempts: Option<i64>) -> Certificate {
+    let crt = with_status(fixtures::certificate("web", fixtures::spec()), |s| {
+        s.revision = revision;
+        s.failed_issuance_attempts = attempts;
+    });
+    with_condition(crt, ISSUING, "True", "DoesNotExist", "2026-02-01T00:00:00Z")
+}
+
+fn request(revision: i64, key: &Key) -> CertificateRequest {
+    let mut cr = fixtures::request_for(&fixtures::spec(), key);
+    cr.metadata.name = Some(format!("web-{revision}"));
+    cr.metadata.annotations = Some(BTreeMap::from([(
+        annotation::CERTIFICATE_REVISION.to_string(),
+        revision.to_string(),
+    )]));
+    cr
+}
+
+fn with(
+    mut cr: CertificateRequest,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> CertificateRequest {
+    cr.status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .push(CertificateRequestCondition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            ..Default::default()
+        });
+    cr
+}
+
+fn signed(cr: CertificateRequest, chain: Vec<u8>) -> CertificateRequest {
+    let mut cr = with(
+        cr,
+        "Ready",
+        "True",
+        "Issued",
+        "Certificate fetched from issuer successfully",
+    );
+    let status = cr.status.get_or_insert_with(Default::default);
+    status.certificate = Some(ByteString(chain));
+    status.ca = Some(ByteString(b"CA PEM".to_vec()));
+    cr
+}
+
+fn failed_at(cr: CertificateRequest, when: &str) -> CertificateRequest {
+    let mut cr = with(cr, "Ready", "False", "Failed", "the CA said no");
+    cr.status.get_or_insert_with(Default::default).failure_time = Some(Time(at(when)));
+    cr
+}
+
+fn facts<'a>(crt: &'a Certificate, key: Option<&'a Key>, requests: Vec<&'a CertificateRequest>) -> Facts<'a> {
+    Facts {
+        certificate: crt,
+        next_key: key,
+        requests,
+        secret: None,
+        field_manager: "cfssl-issuer-issuing",
+        owner_ref_enabled: false,
+        now: at("2026-02-03T00:00:00Z"),
+    }
+}
+
+type Expect = (Option<(&'static str, String)>, Option<i64>, Option<i64>, bool);
+
+#[test]
+fn issuing_table() {
+    let ec = fixtures::ec();
+    let spec = fixtures::spec();
+    let good_chain = fixtures::certificate_pem(&spec, ec, (2026, 1, 1), (2026, 4, 1));
+    let other_chain =
+        fixtures::certificate_pem(&spec, key(KeySpec::Ecdsa(256), true), (2026, 1, 1), (2026, 4, 1));
+    let expired_chain = fixtures::certificate_pem(&spec, ec, (2025, 1, 1), (2025, 4, 1));
+    let retried =
+        |m: &str| format!("The certificate request has failed to complete and will be retried: {m}");
+    let crt = issuing(None, None);
+    let again = issuing(Some(3), Some(2));
+    let pending = request(1, ec);
+    let failed = failed_at(request(1, ec), "2026-02-02T00:00:00Z");
+    let failed_earlier = failed_at(request(1, ec), "2026-01-31T00:00:00Z");
+    let denied = with(
+        request(1, ec),
+        "Denied",
+        "True",
+        "policy.example.com",
+        "not for you",
+    );
+    let denied_and_issued = signed(denied.clone(), good_chain.clone());
+    let invalid = with(request(1, ec), "InvalidRequest", "True", "BadCSR", "no names");
+    let issued = signed(request(1, ec), good_chain.clone());
+    let wrong_key = signed(request(1, ec), other_chain);
+    let expired = signed(request(1, ec), expired_chain);
+    let fourth = failed_at(request(4, ec), "2026-02-02T00:00:00Z");
+    let rsa = key(KeySpec::Rsa(2048), false);
+    let mismatch = "Issuer returned a certificate with a public key that does not match the CSR. This usually indicates a misconfigured issuer.";
+    let expired_message = "Issuer returned an already expired certificate (notAfter: 2025-04-01T00:00:00Z). This usually indicates an expired CA certificate in the issuer.";
+    type Row<'a> = (&'a str, Facts<'a>, Expect);
+    let rows: Vec<Row> = vec![
+        (
+            "no next key",
+            facts(&crt, None, vec![&issued]),
+            (None, None, None, false),
+        ),
+        (
+            "next key of another algorithm",
+            facts(&crt, Some(rsa), vec![&issued]),
+            (None, None, None, false),
+        ),
+        (
+            "no request yet",
+            facts(&crt, Some(ec), vec![]),
+            (None, None, None, false),
+        ),
+        (
+            "pending",
+            facts(&crt, Some(ec), vec![&pending]),
+            (None, None, None, false),
+        ),
+        (
+            "failed earlier: wait for its replacement",
+            facts(&crt, Some(ec), vec![&failed_earlier]),
+            (None, None, None, false),
+        ),
+        (
+            "failed",
+            facts(&crt, Some(ec), vec![&failed]),
+            (Some(("Failed", retried("the CA said no"))), None, Some(1), false),
+        ),
+        (
+            "failed again: counts on, revision kept",
+            facts(&again, Some(ec), vec![&fourth]),
+            (
+                Some(("Failed", retried("the CA said no"))),
+                Some(3),
+                Some(3),
+                false,
+            ),
+        ),
+        (
+            "denied: the denier's reason",
+            facts(&crt, Some(ec), vec![&denied]),
+            (
+                Some(("policy.example.com", retried("not for you"))),
+                None,
+                Some(1),
+                false,
+            ),
+        ),
+        (
+            "denied wins over issued",
+            facts(&crt, Some(ec), vec![&denied_and_issued]),
+            (
+                Some(("policy.example.com", retried("not for you"))),
+                None,
+                Some(1),
+                false,
+            ),
+        ),
+        (
+            "invalid request",
+            facts(&crt, Some(ec), vec![&invalid]),
+            (Some(("BadCSR", retried("no names"))), None, Some(1), false),
+        ),
+        (
+            "issued",
+            facts(&crt, Some(ec), vec![&issued]),
+            (
+                Some(("Issued", "The certificate has been successfully issued".into())),
+                Some(1),
+                None,
+                true,
+            ),
+        ),
+        (
+            "issued for another key",
+            facts(&crt, Some(ec), vec![&wrong_key]),
+            (
+                Some(("InvalidCertificate", retried(mismatch))),
+                None,
+                Some(1),
+                false,
+            ),
+        ),
+        (
+            "issued already expired",
+            facts(&crt, Some(ec), vec![&expired]),
+            (
+                Some(("InvalidCertificate", retried(expired_message))),
+                None,
+                Some(1),
+                false,
+            ),
+        ),
+    ];
+    for (name, facts, (condition, revision, attempts, writes)) in rows {
+        let Decision { write, plan } = decide(&facts);
+        let issuing = applied_condition(&plan, ISSUING);
+        assert_eq!(
+            issuing.map(|(s, r, m)| (s, r, m)),
+            condition.map(|(r, m)| ("False".to_string(), r.to_string(), m)),
+            "{name}"
+        );
+        let status = plan
+            .status
+            .as_ref()
+            .map(|d| d["status"].clone())
+            .unwrap_or_default();
+        assert_eq!(
+            status.get("revision").and_then(serde_json::Value::as_i64),
+            revision,
+            "{name}"
+        );
+        assert_eq!(
+            status
+                .get("failedIssuanceAttempts")
+                .and_then(serde_json::Value::as_i64),
+            attempts,
+            "{name}"
+        );
+        assert_eq!(
+            status.get("lastFailureTime").is_some(),
+            attempts.is_some(),
+            "{name}"
+        );
+        assert_eq!(write.is_some(), writes, "{name}");
+        assert_eq!(plan.next, Next::AwaitChange, "{name}");
+    }
+}
+
+#[test]
+fn an_issuance_writes_the_key_in_the_asked_encoding_and_the_request_chain() {
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let mut crt = issuing(None, None);
+    if let Some(k) = crt.spec.private_key.as_mut() {
+        k.encoding = "PKCS8".into();
+    }
+    let cr = signed(request(1, ec), chain.clone());
+    let Decision { write, plan } = decide(&facts(&crt, Some(ec), vec![&cr]));
+    let write = write.expect("a Secret write");
+    assert_eq!(
+        write.private_key,
+        ec.to_pem(Encoding::Pkcs8).expect("pem").into_bytes()
+    );
+    assert_eq!((write.certificate, write.ca), (chain, b"CA PEM".to_vec()));
+    assert_eq!(write.certificate_name, "web");
+    assert_eq!(write.issuer, ["ca".to_string(), String::new(), String::new()]);
+    let event = event(&plan).expect("an event");
+    assert_eq!((event.0.as_str(), event.1.as_str()), ("Normal", "Issuing"));
+}
+
+#[test]
+fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let pkcs1 = fixtures::key_pem(ec);
+    let secret = fixtures::secret(&[(data::TLS_KEY, &pkcs1), (data::TLS_CRT, &chain)], &[]);
+    let empty = fixtures::secret(&[(data::TLS_KEY, &pkcs1)], &[]);
+    let mut pkcs8 = fixtures::certificate("web", fixtures::spec());
+    if let Some(k) = pkcs8.spec.private_key.as_mut() {
+        k.encoding = "PKCS8".into();
+    }
+    let mut facts = facts(&pkcs8, None, vec![]);
+    facts.secret = Some(&secret);
+    let Decision { write, plan } = decide(&facts);
+    let write = write.expect("re-encoded");
+    assert_eq!(
+        write.private_key,
+        ec.to_pem(Encoding::Pkcs8).expect("pem").into_bytes()
+    );
+    assert_eq!(write.certificate, chain);
+    assert_eq!((plan.status, plan.event), (None, None));
+    facts.secret = Some(&empty);
+    assert_eq!(
+        decide(&facts).write,
+        None,
+        "no certificate: the trigger re-issues, nothing to repair"
+    );
+    facts.secret = None;
+    assert_eq!(decide(&facts).write, None);
+}

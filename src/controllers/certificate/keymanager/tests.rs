@@ -215,7 +215,7 @@ fn key_manager_table() {
                 .and_then(|v| v.as_str())
         });
         assert_eq!(applied, status, "{name}");
-        assert_eq!(event(&plan).map(|e| e.1), reason, "{name}");
+        assert_eq!(event(&plan).map(|e| e.1).as_deref(), reason, "{name}");
         assert_eq!(plan.next, next, "{name}");
     }
 }

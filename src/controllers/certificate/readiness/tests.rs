@@ -1,1 +1,144 @@
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
 use super::*;
+use crate::certificates::fixtures::{self, at};
+use crate::controllers::certificate::testing::{applied_condition, with_status};
+
+const DAY: u64 = 24 * 3600;
+
+/// The fixture's certificate: valid 2026-01-01 to 2026-04-01, renewal due 2026-03-02.
+fn input(f: impl FnOnce(&mut Input)) -> Input {
+    let mut input = fixtures::input();
+    f(&mut input);
+    input
+}
+
+#[test]
+fn readiness_table() {
+    let up_to_date = (
+        "True",
+        "Ready",
+        "Certificate is up to date and has not expired".to_string(),
+    );
+    type Row = (
+        &'static str,
+        Input,
+        (&'static str, &'static str, String),
+        bool,
+        Next<()>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "up to date: look again at the renewal time",
+            input(|_| {}),
+            up_to_date.clone(),
+            true,
+            Next::After(Duration::from_secs(29 * DAY)),
+        ),
+        (
+            "renewal passed: look again just after expiry",
+            input(|i| i.now = at("2026-03-31T00:00:00Z")),
+            up_to_date.clone(),
+            true,
+            Next::After(Duration::from_secs(DAY + 1)),
+        ),
+        (
+            "expired",
+            input(|i| i.now = at("2026-04-01T00:00:01Z")),
+            (
+                "False",
+                "Expired",
+                "Certificate expired on Wed, 01 Apr 2026 00:00:00 UTC".to_string(),
+            ),
+            true,
+            Next::AwaitChange,
+        ),
+        (
+            "no Secret: no times",
+            input(|i| i.secret = None),
+            (
+                "False",
+                "DoesNotExist",
+                "Issuing certificate as Secret does not exist".to_string(),
+            ),
+            false,
+            Next::AwaitChange,
+        ),
+        (
+            "a spec the webhook refuses",
+            input(|i| {
+                i.certificate
+                    .spec
+                    .private_key
+                    .as_mut()
+                    .map_or((), |k| k.size = 100)
+            }),
+            (
+                "False",
+                REASON_INVALID,
+                "spec.privateKey.size: Unsupported value: 100: supported values: \"256\", \"384\", \"521\""
+                    .to_string(),
+            ),
+            true,
+            Next::After(Duration::from_secs(29 * DAY)),
+        ),
+    ];
+    for (name, input, (status, why, message), has_times, next) in rows {
+        let plan = decide(&input);
+        let ready = applied_condition(&plan, READY);
+        assert_eq!(
+            ready,
+            Some((status.to_string(), why.to_string(), message)),
+            "{name}"
+        );
+        let doc = plan
+            .status
+            .as_ref()
+            .map(|d| d["status"].clone())
+            .unwrap_or_default();
+        assert_eq!(doc.get("notAfter").is_some(), has_times, "{name}");
+        assert_eq!(plan.next, next, "{name}");
+    }
+}
+
+#[test]
+fn the_times_come_from_the_certificate() {
+    let plan = decide(&fixtures::input());
+    let doc = plan.status.expect("a status apply");
+    assert_eq!(doc["status"]["notBefore"], "2026-01-01T00:00:00Z");
+    assert_eq!(doc["status"]["notAfter"], "2026-04-01T00:00:00Z");
+    assert_eq!(doc["status"]["renewalTime"], "2026-03-02T00:00:00Z");
+}
+
+#[test]
+fn nothing_is_written_when_the_status_already_says_it() {
+    let first = decide(&fixtures::input());
+    let written: crate::api::certmanager::CertificateStatus =
+        serde_json::from_value(first.status.expect("written")["status"].clone()).expect("a status");
+    let mut input = fixtures::input();
+    input.certificate.status = Some(written);
+    input.now = at("2026-02-02T00:00:00Z");
+    let again = decide(&input);
+    assert_eq!(again.status, None);
+    assert_eq!(again.next, Next::After(Duration::from_secs(28 * DAY)));
+    // A renewal time someone else wrote is corrected.
+    input.certificate = with_status(input.certificate, |s| {
+        s.renewal_time = Some(Time(at("2026-01-15T00:00:00Z")))
+    });
+    assert!(decide(&input).status.is_some());
+}
+
+#[test]
+fn disabled_renewal_has_no_renewal_time_and_looks_again_at_expiry() {
+    let plan = decide(&input(|i| {
+        i.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
+            policy: "Disabled".into(),
+            ..Default::default()
+        });
+    }));
+    let doc = plan.status.expect("a status apply");
+    assert_eq!(doc["status"].get("renewalTime"), None);
+    assert_eq!(plan.next, Next::After(Duration::from_secs(59 * DAY + 1)));
+}

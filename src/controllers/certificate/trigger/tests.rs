@@ -155,7 +155,7 @@ fn trigger_table() {
             condition.map(|(r, m)| ("True", r, m)),
             "{name}"
         );
-        assert_eq!(event(&plan).map(|e| e.1), event_reason, "{name}");
+        assert_eq!(event(&plan).map(|e| e.1).as_deref(), event_reason, "{name}");
         assert_eq!(plan.next, next, "{name}");
     }
 }

@@ -48,7 +48,7 @@ fn apply(status: &str, reason: &str, message: &str, since: &str, extra: Value) -
 fn notice(type_: EventType, reason: &'static str, note: &str) -> Option<Notice> {
     Some(Notice {
         type_,
-        reason,
+        reason: reason.into(),
         note: note.into(),
         action: "Sign",
     })
