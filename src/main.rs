@@ -17,7 +17,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the controllers against the cluster in KUBECONFIG or in-cluster (the default).
-    Run(manager::RunArgs),
+    Run(Box<manager::RunArgs>),
     /// Print the Issuer and ClusterIssuer CRDs as YAML.
     Crd(CrdArgs),
     /// Check that a CFSSL CA accepts a label, profile and key (health + credential probe).
@@ -40,7 +40,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => manager::run(cli.run).await,
-        Some(Command::Run(args)) => manager::run(args).await,
+        Some(Command::Run(args)) => manager::run(*args).await,
         Some(Command::Crd(args)) => {
             let yaml = if args.cert_manager {
                 cfssl_issuer::api::cert_manager_crds_yaml()

@@ -169,6 +169,17 @@ pub fn jks_truststore(
     jks::truststore(ca, password, created).map(Some)
 }
 
+/// Whether a PKCS#12 store opens with `password` (its MAC verifies): a password changed since
+/// the store was written reads false.
+pub fn pkcs12_opens_with(der: &[u8], password: &str) -> bool {
+    pkcs12::opens_with(der, password)
+}
+
+/// Whether a JKS store opens with `password` (its integrity digest verifies).
+pub fn jks_opens_with(der: &[u8], password: &str) -> bool {
+    jks::opens_with(der, password)
+}
+
 /// Random bytes from the provider (salts, IVs).
 fn random<const N: usize>() -> Result<[u8; N], KeystoreError> {
     let mut bytes = [0u8; N];

@@ -19,7 +19,8 @@ use kube::{Api, Resource, ResourceExt};
 
 use self::decide::{Decision, Facts, Write};
 use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
-use crate::api::certmanager::Certificate;
+use crate::api::certmanager::{Certificate, ISSUING};
+use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{
     self, BodyOptions, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, keystore_password,
     password_secret_name,
@@ -28,6 +29,7 @@ use crate::controllers::events::Notice;
 use crate::controllers::plan::requeue;
 use crate::controllers::status::FieldManager;
 use crate::pki::keys::Key;
+use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
 
 const NAME: &str = "issuing";
 
@@ -45,6 +47,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     });
     let requests = observe::owned_requests(&ctx, &crt);
     let target = observe::target_secret(&ctx, &crt).await?;
+    let keystores_open = keystores_open(&ctx, &crt, target.as_ref()).await?;
     let facts = Facts {
         certificate: &crt,
         next_key: key.as_ref(),
@@ -52,14 +55,15 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         secret: target.as_ref(),
         field_manager: FieldManager::ISSUING.as_str(),
         owner_ref_enabled: ctx.settings.owner_reference,
+        keystores_open,
         now: ctx.shared.now(),
     };
     let Decision { write, plan } = decide::decide(&facts);
-    if let Some(write) = write {
-        if let Err(notice) = write_secret(&ctx, &crt, target.as_ref(), &write).await? {
-            ctx.events.publish(&notice, &crt.object_ref(&())).await;
-            return Ok(Action::requeue(PASSWORD_RETRY));
-        }
+    if let Some(write) = write
+        && let Err(notice) = write_secret(&ctx, &crt, target.as_ref(), &write).await?
+    {
+        ctx.events.publish(&notice, &crt.object_ref(&())).await;
+        return Ok(Action::requeue(PASSWORD_RETRY));
     }
     let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
@@ -116,6 +120,38 @@ async fn write_secret(
             format!("{namespace}/{}", crt.spec.secret_name),
         ))?;
     Ok(Ok(()))
+}
+
+/// Whether the keystores in `secret` open with the passwords the spec names now; true when
+/// issuing, when none is asked for or held, or when a password cannot be read (nothing to
+/// re-encode with).
+async fn keystores_open(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    secret: Option<&Secret>,
+) -> Result<bool, Error> {
+    let asked = crt.spec.keystores.as_ref();
+    let wanted = asked.is_some_and(|k| {
+        k.pkcs12.as_ref().is_some_and(|p| p.create) || k.jks.as_ref().is_some_and(|j| j.create)
+    });
+    let Some(data) = secret
+        .and_then(|s| s.data.as_ref())
+        .filter(|_| wanted && !crt.has_true(ISSUING))
+    else {
+        return Ok(true);
+    };
+    let Ok(passwords) = passwords(ctx, crt).await? else {
+        return Ok(true);
+    };
+    let opens = |key: &str, password: &Option<String>, check: fn(&[u8], &str) -> bool| match (
+        data.get(key),
+        password,
+    ) {
+        (Some(store), Some(password)) => check(&store.0, password),
+        _ => true,
+    };
+    Ok(opens(keys::PKCS12_KEYSTORE, &passwords.pkcs12, pkcs12_opens_with)
+        && opens(keys::JKS_KEYSTORE, &passwords.jks, jks_opens_with))
 }
 
 fn password_notice(err: &PasswordError) -> Notice {

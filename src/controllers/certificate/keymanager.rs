@@ -72,13 +72,13 @@ pub fn decide(facts: &Facts<'_>) -> Plan<Work> {
         .status
         .as_ref()
         .and_then(|s| s.next_private_key_secret_name.clone());
-    let names = |secrets: &[&Secret]| secrets.iter().map(|s| s.name_any()).collect::<Vec<_>>();
+    let names_of = |secrets: &[&Secret]| secrets.iter().map(|s| s.name_any()).collect::<Vec<_>>();
     if !crt.has_true(ISSUING) {
         return Plan {
             status: named.is_some().then(|| document(json!({}))),
             event: None,
             next: work(Work {
-                delete: names(&facts.owned),
+                delete: names_of(&facts.owned),
                 create: None,
             }),
         };
@@ -89,7 +89,7 @@ pub fn decide(facts: &Facts<'_>) -> Plan<Work> {
         many => {
             let extra = many.iter().filter(|s| Some(s.name_any()) != named).copied();
             Plan::idle(work(Work {
-                delete: names(&extra.collect::<Vec<_>>()),
+                delete: names_of(&extra.collect::<Vec<_>>()),
                 create: None,
             }))
         }
@@ -138,10 +138,9 @@ fn create(facts: &Facts<'_>, named: Option<String>) -> Plan<Work> {
     let crt = facts.certificate;
     let name = named.unwrap_or_else(|| next_key_name(crt));
     let status = Some(document(json!({ "nextPrivateKeySecretName": name })));
-    let spec = match KeySpec::of(crt.spec.private_key.as_ref()) {
-        Ok(spec) => spec,
-        // Validation reports it on Ready; nothing to make.
-        Err(_) => return Plan::idle(Next::AwaitChange),
+    // Validation reports a bad key spec on Ready; nothing to make.
+    let Ok(spec) = KeySpec::of(crt.spec.private_key.as_ref()) else {
+        return Plan::idle(Next::AwaitChange);
     };
     let generate = |event| Plan {
         status: status.clone(),

@@ -60,9 +60,9 @@ pub struct Times {
 pub fn times(crt: &Certificate, secret: Option<&k8s_openapi::api::core::v1::Secret>) -> Option<Times> {
     let bytes = &secret?.data.as_ref()?.get(data::TLS_CRT)?.0;
     let der = decode::leaf_certificate(bytes).ok()?;
-    let (_, cert) = X509Certificate::from_der(&der).ok()?;
-    let not_before = Timestamp::from_second(cert.validity().not_before.timestamp()).ok()?;
-    let not_after = Timestamp::from_second(cert.validity().not_after.timestamp()).ok()?;
+    let (_, leaf) = X509Certificate::from_der(&der).ok()?;
+    let not_before = Timestamp::from_second(leaf.validity().not_before.timestamp()).ok()?;
+    let not_after = Timestamp::from_second(leaf.validity().not_after.timestamp()).ok()?;
     let (renewal, window_error) = renewal_of(crt, not_before, not_after);
     Some(Times {
         not_before,

@@ -197,3 +197,12 @@ impl Writer {
         Ok(self.0)
     }
 }
+
+/// Whether `der` is a JKS store whose integrity digest verifies with `password`.
+pub(super) fn opens_with(der: &[u8], password: &str) -> bool {
+    let Some(split) = der.len().checked_sub(20) else {
+        return false;
+    };
+    let (body, digest) = der.split_at(split);
+    body.starts_with(&MAGIC.to_be_bytes()) && sha1(&[&utf16be(password), b"Mighty Aphrodite", body]) == digest
+}

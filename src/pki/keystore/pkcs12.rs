@@ -370,3 +370,38 @@ fn pbes2_aes256(
     };
     Ok((algorithm, encrypted))
 }
+
+/// Whether `der` is a PFX whose MAC verifies with `password` (SHA-1 or SHA-256 MACs, the two
+/// this module writes); false for anything else, so the caller writes the store again.
+pub(super) fn opens_with(der: &[u8], password: &str) -> bool {
+    use aws_lc_rs::hmac;
+    let Ok(pfx) = Pfx::from_der(der) else {
+        return false;
+    };
+    let (Some(mac_data), Ok(content)) = (pfx.mac_data, pfx.auth_safe.content.decode_as::<OctetString>())
+    else {
+        return false;
+    };
+    let salt = mac_data.mac_salt.as_bytes();
+    let rounds = mac_data.iterations;
+    let (algorithm, key) = match mac_data.mac.algorithm.oid {
+        SHA1 => (
+            hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
+            derive_key_utf8::<sha1::Sha1>(password, salt, Pkcs12KeyType::Mac, rounds, 20),
+        ),
+        SHA256 => (
+            hmac::HMAC_SHA256,
+            derive_key_utf8::<sha2::Sha256>(password, salt, Pkcs12KeyType::Mac, rounds, 32),
+        ),
+        _ => return false,
+    };
+    let Ok(key) = key else {
+        return false;
+    };
+    hmac::verify(
+        &hmac::Key::new(algorithm, &key),
+        content.as_bytes(),
+        mac_data.mac.digest.as_bytes(),
+    )
+    .is_ok()
+}

@@ -481,3 +481,102 @@ fn pkcs12_non_ascii_password() {
         "the keystore password has a character outside Unicode's Basic Multilingual Plane"
     );
 }
+
+/// A store opens with the password it was written with and with no other, for ours and for
+/// stores openssl and keytool write (so the check reads the formats, not just our bytes).
+#[test]
+fn stores_open_only_with_their_password() {
+    let f = fixture(KeySpec::Ecdsa(256));
+    for (profile, ..) in profile_table() {
+        let p12 = pkcs12_keystore(&f.key, &f.chain, &f.ca, "right", profile).unwrap();
+        assert_eq!(
+            (pkcs12_opens_with(&p12, "right"), pkcs12_opens_with(&p12, "wrong")),
+            (true, false),
+            "{profile:?}"
+        );
+    }
+    let jks = jks_keystore(&f.key, &f.chain, &f.ca, "right", None, Timestamp::UNIX_EPOCH).unwrap();
+    assert_eq!(
+        (jks_opens_with(&jks, "right"), jks_opens_with(&jks, "wrong")),
+        (true, false)
+    );
+    let key = f.write(
+        "key.pem",
+        f.key
+            .to_pem(crate::pki::keys::Encoding::Pkcs8)
+            .unwrap()
+            .as_bytes(),
+    );
+    let leaf = f.write("leaf.der", &f.chain[0]);
+    let leaf_pem = f.dir.path().join("leaf.pem");
+    let out = run(
+        "openssl",
+        &[
+            "x509",
+            "-inform",
+            "DER",
+            "-in",
+            path(&leaf),
+            "-out",
+            path(&leaf_pem),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let theirs = f.dir.path().join("theirs.p12");
+    let out = run(
+        "openssl",
+        &[
+            "pkcs12",
+            "-export",
+            "-inkey",
+            path(&key),
+            "-in",
+            path(&leaf_pem),
+            "-passout",
+            "pass:right",
+            "-out",
+            path(&theirs),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let theirs = std::fs::read(&theirs).unwrap();
+    assert_eq!(
+        (
+            pkcs12_opens_with(&theirs, "right"),
+            pkcs12_opens_with(&theirs, "wrong")
+        ),
+        (true, false)
+    );
+    let jks_path = f.dir.path().join("theirs.jks");
+    let out = keytool(&[
+        "-genkeypair",
+        "-alias",
+        "a",
+        "-keyalg",
+        "EC",
+        "-dname",
+        "CN=a",
+        "-storetype",
+        "JKS",
+        "-keystore",
+        path(&jks_path),
+        "-storepass",
+        "right-one",
+        "-keypass",
+        "right-one",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let theirs = std::fs::read(&jks_path).unwrap();
+    assert_eq!(
+        (
+            jks_opens_with(&theirs, "right-one"),
+            jks_opens_with(&theirs, "wrong")
+        ),
+        (true, false)
+    );
+    assert!(!pkcs12_opens_with(b"junk", "right") && !jks_opens_with(b"junk", "right"));
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

@@ -1,6 +1,6 @@
 //! The issuing controller's decisions, pure: while issuing, what the one request for the next
 //! revision says (wait, fail and count it, or write the Secret and end the issuance); while
-//! not issuing, whether the Secret needs its metadata or encoding repaired.
+//! not issuing, whether the Secret needs its metadata, key encoding or keystores repaired.
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
@@ -73,6 +73,9 @@ pub struct Facts<'a> {
     /// The field manager the Secret is applied with.
     pub field_manager: &'a str,
     pub owner_ref_enabled: bool,
+    /// Whether the Secret's keystores open with the passwords the spec names now (true when
+    /// there are none): a changed password re-encodes them.
+    pub keystores_open: bool,
     pub now: Timestamp,
 }
 
@@ -212,7 +215,7 @@ fn repair(facts: &Facts<'_>) -> Decision {
     let reapply = matches!(secret::decide_repair(&input), Repair::Reapply { .. });
     let data = secret_data_of(secret);
     let reencoded = reencoded_key(facts.certificate, data.private_key);
-    if !reapply && reencoded.is_none() {
+    if !reapply && reencoded.is_none() && facts.keystores_open {
         return Decision::idle();
     }
     let mut write = owned(&data);

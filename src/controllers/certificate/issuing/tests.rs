@@ -77,6 +77,7 @@ fn facts<'a>(crt: &'a Certificate, key: Option<&'a Key>, requests: Vec<&'a Certi
         secret: None,
         field_manager: "cfssl-issuer-issuing",
         owner_ref_enabled: false,
+        keystores_open: true,
         now: at("2026-02-03T00:00:00Z"),
     }
 }
@@ -216,7 +217,7 @@ fn issuing_table() {
         let Decision { write, plan } = decide(&facts);
         let issuing = applied_condition(&plan, ISSUING);
         assert_eq!(
-            issuing.map(|(s, r, m)| (s, r, m)),
+            issuing,
             condition.map(|(r, m)| ("False".to_string(), r.to_string(), m)),
             "{name}"
         );
@@ -280,6 +281,7 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     if let Some(k) = pkcs8.spec.private_key.as_mut() {
         k.encoding = "PKCS8".into();
     }
+    let pkcs1_spec = fixtures::certificate("web", fixtures::spec());
     let mut facts = facts(&pkcs8, None, vec![]);
     facts.secret = Some(&secret);
     let Decision { write, plan } = decide(&facts);
@@ -290,6 +292,31 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     );
     assert_eq!(write.certificate, chain);
     assert_eq!((plan.status, plan.event), (None, None));
+    facts.certificate = &pkcs1_spec;
+    let data = crate::certificates::secret::SecretData {
+        private_key: &pkcs1,
+        certificate: &chain,
+        certificate_name: "web",
+        issuer_name: "ca",
+        ..Default::default()
+    };
+    let mut body = crate::certificates::secret::secret_body(
+        &pkcs1_spec,
+        &data,
+        &crate::certificates::secret::KeystoreData::default(),
+        crate::certificates::secret::BodyOptions::default(),
+    )
+    .expect("body");
+    body.metadata.managed_fields = Some(vec![applied_by("cfssl-issuer-issuing", &body)]);
+    facts.secret = Some(&body);
+    assert_eq!(decide(&facts).write, None, "PKCS1 as asked: nothing to do");
+    facts.keystores_open = false;
+    let rewritten = decide(&facts).write.expect("keystores written again");
+    assert_eq!(
+        (rewritten.private_key, rewritten.certificate),
+        (pkcs1.clone(), chain.clone())
+    );
+    facts.keystores_open = true;
     facts.secret = Some(&empty);
     assert_eq!(
         decide(&facts).write,
@@ -298,4 +325,50 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     );
     facts.secret = None;
     assert_eq!(decide(&facts).write, None);
+}
+
+/// The managedFields entry of `manager` owning every label, annotation and data key of `secret`
+/// (what the API server records for the issuing controller's apply).
+fn applied_by(
+    manager: &str,
+    secret: &k8s_openapi::api::core::v1::Secret,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+    let fields = |keys: Vec<&String>| {
+        serde_json::Value::Object(
+            keys.into_iter()
+                .map(|k| (format!("f:{k}"), serde_json::json!({})))
+                .collect(),
+        )
+    };
+    let labels = secret
+        .metadata
+        .labels
+        .as_ref()
+        .map(|l| l.keys().collect())
+        .unwrap_or_default();
+    let annotations = secret
+        .metadata
+        .annotations
+        .as_ref()
+        .map(|a| a.keys().collect())
+        .unwrap_or_default();
+    let data = secret
+        .data
+        .as_ref()
+        .map(|d| d.keys().collect())
+        .unwrap_or_default();
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+        manager: Some(manager.to_string()),
+        operation: Some("Apply".into()),
+        api_version: Some("v1".into()),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+            serde_json::json!({
+                "f:metadata": { "f:labels": fields(labels), "f:annotations": fields(annotations) },
+                "f:data": fields(data),
+                "f:type": {},
+            }),
+        )),
+        ..Default::default()
+    }
 }

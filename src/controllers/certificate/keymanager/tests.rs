@@ -9,7 +9,7 @@ fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
         k.rotation_policy = policy.to_string();
     }
     let crt = with_status(crt, |s| {
-        s.next_private_key_secret_name = named.map(str::to_string)
+        s.next_private_key_secret_name = named.map(str::to_string);
     });
     if issuing {
         with_condition(crt, ISSUING, "True", "DoesNotExist", "2026-02-01T00:00:00Z")
@@ -41,7 +41,7 @@ fn create(name: &str, source: Source) -> Next<Work> {
 
 fn delete(names: &[&str]) -> Next<Work> {
     Next::Work(Work {
-        delete: names.iter().map(|n| n.to_string()).collect(),
+        delete: names.iter().map(ToString::to_string).collect(),
         create: None,
     })
 }

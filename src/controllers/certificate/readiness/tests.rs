@@ -69,11 +69,9 @@ fn readiness_table() {
         (
             "a spec the webhook refuses",
             input(|i| {
-                i.certificate
-                    .spec
-                    .private_key
-                    .as_mut()
-                    .map_or((), |k| k.size = 100)
+                if let Some(k) = i.certificate.spec.private_key.as_mut() {
+                    k.size = 100;
+                }
             }),
             (
                 "False",
@@ -125,7 +123,7 @@ fn nothing_is_written_when_the_status_already_says_it() {
     assert_eq!(again.next, Next::After(Duration::from_secs(28 * DAY)));
     // A renewal time someone else wrote is corrected.
     input.certificate = with_status(input.certificate, |s| {
-        s.renewal_time = Some(Time(at("2026-01-15T00:00:00Z")))
+        s.renewal_time = Some(Time(at("2026-01-15T00:00:00Z")));
     });
     assert!(decide(&input).status.is_some());
 }

@@ -37,7 +37,7 @@ fn failed_at(mut cr: CertificateRequest, when: &str) -> CertificateRequest {
 
 fn work(delete: &[&str], create: Option<i64>) -> Next<Work> {
     Next::Work(Work {
-        delete: delete.iter().map(|n| n.to_string()).collect(),
+        delete: delete.iter().map(ToString::to_string).collect(),
         create,
     })
 }
@@ -184,7 +184,7 @@ fn copied_annotations_table() {
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
-    let prefixes = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let prefixes = |p: &[&str]| p.iter().map(ToString::to_string).collect::<Vec<_>>();
     let defaults = prefixes(&[
         "*",
         "-kubectl.kubernetes.io/",
