@@ -133,11 +133,14 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> Plan<Work
     }
 }
 
-/// No key Secret yet: make one, from a new key or (`Never`) the target Secret's.
+/// No key Secret of this Certificate yet: make one under the derived name, from a new key or
+/// (`Never`) the target Secret's. A name in status that is not one of its key Secrets (another
+/// Certificate's, or any Secret someone pointed it at) is replaced, never used.
 fn create(facts: &Facts<'_>, named: Option<String>) -> Plan<Work> {
     let crt = facts.certificate;
-    let name = named.unwrap_or_else(|| next_key_name(crt));
-    let status = Some(document(json!({ "nextPrivateKeySecretName": name })));
+    let name = next_key_name(crt);
+    let status = (named.as_deref() != Some(name.as_str()))
+        .then(|| document(json!({ "nextPrivateKeySecretName": name })));
     // Validation reports a bad key spec on Ready; nothing to make.
     let Ok(spec) = KeySpec::of(crt.spec.private_key.as_ref()) else {
         return Plan::idle(Next::AwaitChange);
