@@ -125,6 +125,29 @@ pub fn drive<S: Stream + Send + 'static>(stream: S) -> BoxFuture<'static, ()> {
     stream.for_each(|_| future::ready(())).boxed()
 }
 
+/// What a reflector can keep in a store.
+pub trait Reflected:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Reflected for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// Reflects `api` into `writer`; `filter` sees each event first and may drop or change it.
 pub fn reflect<K>(
     api: Api<K>,
@@ -132,13 +155,7 @@ pub fn reflect<K>(
     filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
 ) -> BoxFuture<'static, ()>
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Reflected,
 {
     reflect_with(api, watcher::Config::default(), writer, filter)
 }
@@ -151,13 +168,7 @@ pub fn reflect_with<K>(
     filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
 ) -> BoxFuture<'static, ()>
 where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    K: Reflected,
 {
     let mut filter = filter;
     drive(

@@ -28,7 +28,6 @@ use crate::certificates::secret::{
 use crate::controllers::events::Notice;
 use crate::controllers::plan::requeue;
 use crate::controllers::status::FieldManager;
-use crate::pki::keys::Key;
 use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
 
 const NAME: &str = "issuing";
@@ -40,11 +39,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     if !acts_on(&crt) {
         return Ok(Action::await_change());
     }
-    let key_secret = observe::trusted_next_key(&ctx, &crt);
-    let key = key_secret.as_ref().and_then(|s| {
-        let pem = s.data.as_ref()?.get(crate::certificates::keys::data::TLS_KEY)?;
-        Key::from_pem(&pem.0).ok()
-    });
+    let (_, key) = observe::next_key(&ctx, &crt);
     let requests = observe::owned_requests(&ctx, &crt);
     let target = observe::target_secret(&ctx, &crt).await?;
     let keystores_open = keystores_open(&ctx, &crt, target.as_ref()).await?;
@@ -168,35 +163,31 @@ async fn passwords(
     crt: &Certificate,
 ) -> Result<Result<Passwords, PasswordError>, Error> {
     let mut out = Passwords::default();
-    let Some(stores) = crt.spec.keystores.as_ref() else {
-        return Ok(Ok(out));
-    };
-    if let Some(p) = stores.pkcs12.as_ref().filter(|p| p.create) {
-        match password(
-            ctx,
-            crt,
-            Kind::Pkcs12,
-            p.password.as_deref(),
-            p.password_secret_ref.as_ref(),
-        )
-        .await?
-        {
-            Ok(pw) => out.pkcs12 = Some(pw),
+    let stores = crt.spec.keystores.as_ref();
+    let asked = [
+        stores
+            .and_then(|s| s.pkcs12.as_ref())
+            .filter(|p| p.create)
+            .map(|p| {
+                (
+                    Kind::Pkcs12,
+                    p.password.as_deref(),
+                    p.password_secret_ref.as_ref(),
+                )
+            }),
+        stores
+            .and_then(|s| s.jks.as_ref())
+            .filter(|j| j.create)
+            .map(|j| (Kind::Jks, j.password.as_deref(), j.password_secret_ref.as_ref())),
+    ];
+    for (kind, literal, secret_ref) in asked.into_iter().flatten() {
+        let found = match password(ctx, crt, kind, literal, secret_ref).await? {
+            Ok(found) => found,
             Err(err) => return Ok(Err(err)),
-        }
-    }
-    if let Some(j) = stores.jks.as_ref().filter(|j| j.create) {
-        match password(
-            ctx,
-            crt,
-            Kind::Jks,
-            j.password.as_deref(),
-            j.password_secret_ref.as_ref(),
-        )
-        .await?
-        {
-            Ok(pw) => out.jks = Some(pw),
-            Err(err) => return Ok(Err(err)),
+        };
+        match kind {
+            Kind::Pkcs12 => out.pkcs12 = Some(found),
+            Kind::Jks => out.jks = Some(found),
         }
     }
     Ok(Ok(out))

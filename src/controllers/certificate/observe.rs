@@ -89,6 +89,19 @@ pub fn trusted_next_key(ctx: &CertificateContext, crt: &Certificate) -> Option<A
     is_next_key_of(&secret, crt).then_some(secret)
 }
 
+/// The trusted next-key Secret and its key, decoded (`None` when it does not decode).
+pub fn next_key(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+) -> (Option<Arc<Secret>>, Option<crate::pki::keys::Key>) {
+    let secret = trusted_next_key(ctx, crt);
+    let key = secret.as_ref().and_then(|s| {
+        let pem = s.data.as_ref()?.get(crate::certificates::keys::data::TLS_KEY)?;
+        crate::pki::keys::Key::from_pem(&pem.0).ok()
+    });
+    (secret, key)
+}
+
 /// The Secret named `name` in `crt`'s namespace: from the cache of labelled Secrets, else read
 /// live (a Secret the user made, not labelled yet); `None` when it does not exist.
 pub async fn secret_named(

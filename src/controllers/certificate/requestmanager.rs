@@ -121,11 +121,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     if !acts_on(&crt) {
         return Ok(Action::await_change());
     }
-    let secret = observe::trusted_next_key(&ctx, &crt);
-    let key = secret.as_ref().and_then(|s| {
-        let pem = s.data.as_ref()?.get(crate::certificates::keys::data::TLS_KEY)?;
-        Key::from_pem(&pem.0).ok()
-    });
+    let (secret, key) = observe::next_key(&ctx, &crt);
     let requests = observe::owned_requests(&ctx, &crt);
     let facts = Facts {
         certificate: &crt,
