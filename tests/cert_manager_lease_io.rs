@@ -64,7 +64,11 @@ async fn start_check(script: Vec<(StatusCode, Value)>) -> Result<(), Refusal> {
     let result = finish(task).await;
     // The check is over and its client dropped: the mock reports no request, not a new one.
     let extra = handle.next_request().await;
-    assert!(extra.is_none(), "unexpected API request: {:?}", extra.map(|(r, _)| r.uri().clone()));
+    assert!(
+        extra.is_none(),
+        "unexpected API request: {:?}",
+        extra.map(|(r, _)| r.uri().clone())
+    );
     result
 }
 
@@ -73,9 +77,7 @@ async fn no_lease_or_a_stale_one_starts_after_one_get() {
     start_check(vec![(StatusCode::NOT_FOUND, status(404))])
         .await
         .unwrap();
-    start_check(vec![(StatusCode::OK, lease(STALE))])
-        .await
-        .unwrap();
+    start_check(vec![(StatusCode::OK, lease(STALE))]).await.unwrap();
 }
 
 #[tokio::test]

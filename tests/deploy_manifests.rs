@@ -466,7 +466,13 @@ fn certificate_controller_grants(lease_namespace: &str) -> BTreeSet<Grant> {
         ],
     );
     let named = |scope: &str, group: &str, resource: &str, verb: &str, object: &str| {
-        (scope.into(), group.into(), resource.into(), verb.into(), object.into())
+        (
+            scope.into(),
+            group.into(),
+            resource.into(),
+            verb.into(),
+            object.into(),
+        )
     };
     for signers in [
         "issuers.cfssl-issuer.wikimedia.org/*",
@@ -751,7 +757,8 @@ fn assert_standalone_parts(docs: &[Value], standalone: bool, cert_manager_crds: 
     let mut lease_roles = Vec::new();
     for r in kind(docs, "ClusterRole").into_iter().chain(kind(docs, "Role")) {
         for (_, group, resource, verb, object) in expand(r, "") {
-            if group.is_empty() && resource == "secrets" && !["get", "list", "watch"].contains(&verb.as_str()) {
+            if group.is_empty() && resource == "secrets" && !["get", "list", "watch"].contains(&verb.as_str())
+            {
                 secret_writes.insert(verb);
             } else if resource == "leases" && object == "cert-manager-controller" {
                 lease_roles.push(name(r).to_string());

@@ -47,7 +47,11 @@ async fn put_lease(cluster: &Cluster, holder: &str, age: SignedDuration) -> anyh
         },
     }))?;
     Api::<Lease>::namespaced(cluster.client.clone(), LEASE_NS)
-        .patch(LEASE, &PatchParams::apply("cert-manager-leader-election").force(), &Patch::Apply(&lease))
+        .patch(
+            LEASE,
+            &PatchParams::apply("cert-manager-leader-election").force(),
+            &Patch::Apply(&lease),
+        )
         .await?;
     Ok(())
 }
@@ -56,8 +60,7 @@ fn standalone(cluster: &Cluster) -> ManagerOptions {
     ManagerOptions::new(&cluster.kubeconfig, SYSTEM).arg("--certificate-controllers")
 }
 
-const REFUSED: &str =
-    "standalone mode refused: cert-manager is running (Lease kube-system/cert-manager-controller held by cert-manager-7d9f_4f1e until";
+const REFUSED: &str = "standalone mode refused: cert-manager is running (Lease kube-system/cert-manager-controller held by cert-manager-7d9f_4f1e until";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_lease_refuses_standalone_mode() -> anyhow::Result<()> {

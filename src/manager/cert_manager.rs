@@ -199,7 +199,10 @@ impl Guard {
 
     /// `signal`, or cert-manager taking its Lease: whichever comes first stops the manager
     /// through the same graceful path.
-    pub fn or(&self, signal: impl Future<Output = ()> + Send + 'static) -> impl Future<Output = ()> + Send + 'static {
+    pub fn or(
+        &self,
+        signal: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let mut refused = self.refused.clone();
         async move {
             tokio::select! {
