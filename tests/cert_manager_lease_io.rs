@@ -201,3 +201,28 @@ async fn the_lease_taken_while_running_stops_the_manager_with_failure() {
         std::process::ExitCode::FAILURE
     );
 }
+
+/// Started (no Lease), then the watch's list is forbidden: the manager would run blind, so
+/// it stops with failure too.
+#[tokio::test]
+async fn a_watch_rbac_forbids_stops_the_manager_with_failure() {
+    let (service, mut handle) = tower_test::mock::pair();
+    let client = kube::Client::new(service, "default");
+    let start = tokio::spawn(async move { Guard::start(&client, &standalone(), clock()).await });
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!((method, uri.as_str()), (Method::GET, GET));
+    answer(send, StatusCode::NOT_FOUND, &status(404));
+    let guard = finish(start).await.unwrap();
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(method, Method::GET);
+    assert!(
+        uri.contains("fieldSelector=metadata.name%3Dcert-manager-controller"),
+        "{uri}"
+    );
+    answer(send, StatusCode::FORBIDDEN, &status(403));
+    bounded(guard.or(std::future::pending())).await;
+    assert_eq!(
+        guard.exit_code(std::process::ExitCode::SUCCESS),
+        std::process::ExitCode::FAILURE
+    );
+}

@@ -94,6 +94,21 @@ pub fn classify(error: &kube::Error) -> ReadFailure {
     }
 }
 
+/// Pure: the API error of a watch that RBAC forbids; any other error back.
+pub fn forbidden(error: watcher::Error) -> Result<kube::Error, watcher::Error> {
+    match error {
+        watcher::Error::InitialListFailed(e)
+        | watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e)
+            if classify(&e) == ReadFailure::Forbidden =>
+        {
+            Ok(e)
+        }
+        watcher::Error::WatchError(status) if status.code == 403 => Ok(kube::Error::Api(status)),
+        other => Err(other),
+    }
+}
+
 /// How often the start check reads the Lease before it gives up.
 #[derive(Debug, Clone, Copy)]
 pub struct Retry {
@@ -149,9 +164,9 @@ fn judge(lease: Option<&Lease>, namespace: &str, now: Timestamp) -> Result<(), R
     }
 }
 
-/// Resolves with the refusal once the watched Lease is held. Watch errors (the API server
-/// restarting) are retried with back-off; a Lease cannot become held without a write, which
-/// the watch sees.
+/// Resolves with the refusal once the watched Lease is held, or once RBAC forbids watching it
+/// (the manager would run blind). Other watch errors (the API server restarting) are retried
+/// with back-off; a Lease cannot become held without a write, which the watch sees.
 pub async fn until_running(api: Api<Lease>, namespace: String, clock: Clock) -> Refusal {
     let config = watcher::Config::default().fields(&format!("metadata.name={LEASE_NAME}"));
     let mut events = watcher(api, config).default_backoff().boxed();
@@ -159,10 +174,13 @@ pub async fn until_running(api: Api<Lease>, namespace: String, clock: Clock) -> 
         let lease = match event {
             Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) => lease,
             Ok(_) => continue,
-            Err(error) => {
-                tracing::warn!(%error, "watching cert-manager's Lease; retrying");
-                continue;
-            }
+            Err(error) => match forbidden(error) {
+                Ok(source) => return Refusal::Forbidden { namespace, source },
+                Err(error) => {
+                    tracing::warn!(%error, "watching cert-manager's Lease; retrying");
+                    continue;
+                }
+            },
         };
         if let Err(refusal) = judge(Some(&lease), &namespace, clock()) {
             return refusal;

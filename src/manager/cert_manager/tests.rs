@@ -102,6 +102,27 @@ fn only_a_403_is_final() {
 }
 
 #[test]
+fn only_a_forbidden_watch_stops_the_manager() {
+    let status = |code: u16| -> Box<kube::core::Status> {
+        serde_json::from_value(json!({"code": code, "reason": "x", "message": "m"})).unwrap()
+    };
+    let cases = [
+        (watcher::Error::InitialListFailed(api_error(403)), true),
+        (watcher::Error::WatchStartFailed(api_error(403)), true),
+        (watcher::Error::WatchFailed(api_error(403)), true),
+        (watcher::Error::WatchError(status(403)), true),
+        (watcher::Error::InitialListFailed(api_error(500)), false),
+        (watcher::Error::WatchError(status(410)), false),
+        (watcher::Error::WatchFailed(api_error(404)), false),
+        (watcher::Error::NoResourceVersion, false),
+    ];
+    for (error, stops) in cases {
+        let what = error.to_string();
+        assert_eq!(forbidden(error).is_ok(), stops, "{what}");
+    }
+}
+
+#[test]
 fn refusal_messages_name_the_lease() {
     let running = judge(
         Some(&lease(json!({"holderIdentity": "cm-7f_1", "renewTime": "2026-11-22T09:59:50.000000Z", "leaseDurationSeconds": 60}))),
