@@ -15,6 +15,7 @@ use futures::FutureExt;
 use crate::controllers::{self, Config};
 use crate::telemetry::{Health, Metrics, Role, server};
 
+pub mod cert_manager;
 mod leader;
 mod standalone;
 
@@ -209,6 +210,10 @@ pub async fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(crate::cli::EXIT_USAGE);
         }
     };
+    let guard = match cert_manager::Guard::start(&client, &config, controllers::system_clock()).await {
+        Ok(guard) => guard,
+        Err(refusal) => return refuse(&refusal),
+    };
     let metrics = Arc::new(Metrics::default());
     let health = Arc::new(Health::new(if args.enable_leader_election {
         Role::Standby
@@ -219,7 +224,7 @@ pub async fn run(args: RunArgs) -> ExitCode {
         return ExitCode::from(crate::cli::EXIT_USAGE);
     };
     let signal = match shutdown_signal() {
-        Ok(signal) => signal.boxed().shared(),
+        Ok(signal) => guard.or(signal).boxed().shared(),
         Err(err) => {
             tracing::error!(error = %err, "cannot handle SIGTERM");
             return ExitCode::FAILURE;
@@ -247,7 +252,16 @@ pub async fn run(args: RunArgs) -> ExitCode {
         finish(run_controllers(signal.boxed()).await)
     };
     let _ = stop_servers.send(true);
-    code
+    guard.exit_code(code)
+}
+
+/// Standalone mode must not start: says why, exit 1.
+fn refuse(refusal: &cert_manager::Refusal) -> ExitCode {
+    match std::error::Error::source(refusal) {
+        Some(cause) => tracing::error!(%cause, "{refusal}"),
+        None => tracing::error!("{refusal}"),
+    }
+    ExitCode::FAILURE
 }
 
 /// Serves metrics and probes until the returned sender says stop; `None` when it cannot listen.

@@ -28,6 +28,10 @@ const NAMESPACE: &str = "cfssl-issuer-system";
 const CHART: &str = "charts/cfssl-issuer";
 const CHART_CRDS: &str = "charts/cfssl-issuer/files/crds";
 const CONFIG_CRDS: &str = "config/crd/bases";
+/// cert-manager's Certificate and CertificateRequest CRDs (`cfssl-issuer crd --cert-manager`),
+/// installed only in standalone mode.
+const CHART_CM_CRDS: &str = "charts/cfssl-issuer/files/crds-cert-manager";
+const CONFIG_CM_CRDS: &str = "config/crd-cert-manager/bases";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -104,12 +108,14 @@ fn relative(from: &Path, to: &Path) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // CRDs
 
-/// `cfssl-issuer crd`, split into documents and keyed by the file name kubebuilder would use,
-/// `<group>_<plural>.yaml`; each text starts with its `---` line, so the files concatenate back
-/// to the exact output.
-fn crds_from_binary() -> BTreeMap<String, String> {
+/// `cfssl-issuer crd` (with `args`), split into documents and keyed by the file name
+/// kubebuilder would use, `<group>_<plural>.yaml`; each text starts with its `---` line, so the
+/// files concatenate back to the exact output.
+fn crds_from_binary(args: &[&str]) -> BTreeMap<String, String> {
     let out = run(
-        Command::new(env!("CARGO_BIN_EXE_cfssl-issuer")).arg("crd"),
+        Command::new(env!("CARGO_BIN_EXE_cfssl-issuer"))
+            .arg("crd")
+            .args(args),
         "cfssl-issuer crd",
     );
     let mut docs = Vec::new();
@@ -153,19 +159,43 @@ fn write_crds(dir: &str, crds: &BTreeMap<String, String>) {
 
 #[test]
 fn crd_files_are_what_the_binary_prints() {
-    let printed = crds_from_binary();
+    let printed = crds_from_binary(&[]);
     assert_eq!(printed.len(), 2, "Issuer and ClusterIssuer");
+    assert_crd_copies(&printed, [CONFIG_CRDS, CHART_CRDS], "cfssl-issuer crd");
+}
+
+#[test]
+fn crd_files_of_cert_manager_are_what_the_binary_prints() {
+    let printed = crds_from_binary(&["--cert-manager"]);
+    assert_eq!(
+        printed.keys().collect::<Vec<_>>(),
+        [
+            "cert-manager.io_certificaterequests.yaml",
+            "cert-manager.io_certificates.yaml"
+        ]
+    );
+    assert_crd_copies(
+        &printed,
+        [CONFIG_CM_CRDS, CHART_CM_CRDS],
+        "cfssl-issuer crd --cert-manager",
+    );
+}
+
+/// Both copies of `printed` hold exactly it; `UPDATE_MANIFESTS` rewrites them instead.
+fn assert_crd_copies(printed: &BTreeMap<String, String>, dirs: [&str; 2], command: &str) {
     if std::env::var_os("UPDATE_MANIFESTS").is_some() {
-        write_crds(CONFIG_CRDS, &printed);
-        write_crds(CHART_CRDS, &printed);
-        eprintln!("UPDATE_MANIFESTS: rewrote {CONFIG_CRDS} and {CHART_CRDS}");
+        for dir in dirs {
+            std::fs::create_dir_all(repo().join(dir)).expect("CRD directory");
+            write_crds(dir, printed);
+        }
+        eprintln!("UPDATE_MANIFESTS: rewrote {dirs:?}");
         return;
     }
-    for dir in [CONFIG_CRDS, CHART_CRDS] {
+    for dir in dirs {
         assert!(
-            crd_files(dir) == printed,
-            "{dir} differs from `cfssl-issuer crd`; regenerate both copies with\n  \
-             UPDATE_MANIFESTS=1 cargo test -p cfssl-issuer --test deploy_manifests"
+            &crd_files(dir) == printed,
+            "{dir} differs from `{command}`; regenerate both copies with\n  \
+             UPDATE_MANIFESTS=1 cargo test -p cfssl-issuer --test deploy_manifests crd_files"
         );
     }
 }
@@ -186,9 +216,18 @@ fn crds_in(docs: &[Value]) -> BTreeMap<String, Value> {
 }
 
 fn expected_crds() -> BTreeMap<String, Value> {
-    let docs: Vec<Value> = crd_files(CONFIG_CRDS)
+    crds_of(CONFIG_CRDS)
+}
+
+/// cert-manager's two CRDs, as standalone mode installs them.
+fn expected_cert_manager_crds() -> BTreeMap<String, Value> {
+    crds_of(CONFIG_CM_CRDS)
+}
+
+fn crds_of(dir: &str) -> BTreeMap<String, Value> {
+    let docs: Vec<Value> = crd_files(dir)
         .values()
-        .flat_map(|text| parse_docs(text, CONFIG_CRDS))
+        .flat_map(|text| parse_docs(text, dir))
         .collect();
     crds_in(&docs)
 }
@@ -413,9 +452,10 @@ fn issuer_crd_grants() -> BTreeSet<Grant> {
     set
 }
 
-/// What the optional Certificate controllers add.
-fn certificate_controller_grants() -> BTreeSet<Grant> {
-    grants(
+/// What standalone mode (the Certificate controllers) adds: cluster-wide, and reading
+/// cert-manager's Lease, by name, in `lease_namespace`.
+fn certificate_controller_grants(lease_namespace: &str) -> BTreeSet<Grant> {
+    let mut set = grants(
         "*",
         &[
             ("cert-manager.io", &["certificates"], &["get", "list", "watch"]),
@@ -424,7 +464,32 @@ fn certificate_controller_grants() -> BTreeSet<Grant> {
             ("cert-manager.io", &["certificaterequests"], &["create", "delete"]),
             ("", &["secrets"], &["create", "update", "patch", "delete"]),
         ],
-    )
+    );
+    let named = |scope: &str, group: &str, resource: &str, verb: &str, object: &str| {
+        (
+            scope.into(),
+            group.into(),
+            resource.into(),
+            verb.into(),
+            object.into(),
+        )
+    };
+    for signers in [
+        "issuers.cfssl-issuer.wikimedia.org/*",
+        "clusterissuers.cfssl-issuer.wikimedia.org/*",
+    ] {
+        set.insert(named("*", "cert-manager.io", "signers", "approve", signers));
+    }
+    for verb in ["get", "list", "watch"] {
+        set.insert(named(
+            lease_namespace,
+            "coordination.k8s.io",
+            "leases",
+            verb,
+            "cert-manager-controller",
+        ));
+    }
+    set
 }
 
 fn leader_election_grants(namespace: &str) -> BTreeSet<Grant> {
@@ -555,8 +620,9 @@ fn assert_approver(docs: &[Value], cert_manager_ns: &str, cert_manager_sa: &str)
     );
 }
 
-/// The manager's ServiceAccount (the only one rendered) and its exact grants.
-fn assert_manager_rbac(docs: &[Value], certificate_controllers: bool, leader_election: bool) {
+/// The manager's ServiceAccount (the only one rendered) and its exact grants;
+/// `certificate_controllers` is standalone mode's cert-manager Lease namespace, if on.
+fn assert_manager_rbac(docs: &[Value], certificate_controllers: Option<&str>, leader_election: bool) {
     assert_no_wildcards(docs);
     let sa = one(docs, "ServiceAccount");
     let namespace = sa["metadata"]["namespace"]
@@ -565,8 +631,8 @@ fn assert_manager_rbac(docs: &[Value], certificate_controllers: bool, leader_ele
     let deploy = one(docs, "Deployment");
     assert_eq!(deploy["spec"]["template"]["spec"]["serviceAccountName"], name(sa));
     let mut expected = manager_grants();
-    if certificate_controllers {
-        expected.extend(certificate_controller_grants());
+    if let Some(lease_namespace) = certificate_controllers {
+        expected.extend(certificate_controller_grants(lease_namespace));
     }
     if leader_election {
         expected.extend(leader_election_grants(namespace));
@@ -623,7 +689,7 @@ fn kustomize_default_installs_crds_and_a_hardened_least_privilege_manager() {
         "{args:?}"
     );
     assert_binary_accepts(deploy);
-    assert_manager_rbac(&docs, false, true);
+    assert_manager_rbac(&docs, None, true);
     assert_approver(&docs, "cert-manager", "cert-manager");
     let service = one(&docs, "Service");
     assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
@@ -648,7 +714,78 @@ fn overlay_with(test: &str, components: &[&str]) -> Vec<Value> {
 #[test]
 fn kustomize_certificate_controllers_component_adds_exactly_their_rbac() {
     let docs = overlay_with("certificate-controllers", &["certificate-controllers"]);
-    assert_manager_rbac(&docs, true, true);
+    assert_manager_rbac(&docs, Some("kube-system"), true);
+}
+
+/// The component is standalone mode whole: the flag (with the Lease namespace its Role is in),
+/// cert-manager's CRDs beside ours, the Secret writes.
+#[test]
+fn kustomize_certificate_controllers_component_is_standalone_mode() {
+    let docs = overlay_with("certificate-controllers-parts", &["certificate-controllers"]);
+    assert_standalone_parts(&docs, true, true);
+    let mut crds = expected_crds();
+    crds.extend(expected_cert_manager_crds());
+    assert_eq!(crds_in(&docs), crds, "our CRDs and cert-manager's, unchanged");
+    let deploy = one(&docs, "Deployment");
+    assert_hardened(deploy, true);
+    let args = strings(&deploy["spec"]["template"]["spec"]["containers"][0]["args"]);
+    assert!(
+        args.contains(&"--cert-manager-lease-namespace=kube-system"),
+        "{args:?}"
+    );
+    assert_binary_accepts(deploy);
+}
+
+#[test]
+fn kustomize_default_is_not_standalone_mode() {
+    assert_standalone_parts(&kustomize(&repo().join("config/default")), false, false);
+}
+
+/// What only standalone mode may have: `--certificate-controllers`, any write to Secrets,
+/// cert-manager's CRDs (`cert_manager_crds`), the Role reading cert-manager's Lease. No rule
+/// anywhere has a wildcard.
+fn assert_standalone_parts(docs: &[Value], standalone: bool, cert_manager_crds: bool) {
+    assert_no_wildcards(docs);
+    let deploy = one(docs, "Deployment");
+    let args = strings(&deploy["spec"]["template"]["spec"]["containers"][0]["args"]);
+    assert_eq!(
+        args.contains(&"--certificate-controllers"),
+        standalone,
+        "--certificate-controllers in {args:?}"
+    );
+    let mut secret_writes = BTreeSet::new();
+    let mut lease_roles = Vec::new();
+    for r in kind(docs, "ClusterRole").into_iter().chain(kind(docs, "Role")) {
+        for (_, group, resource, verb, object) in expand(r, "") {
+            if group.is_empty() && resource == "secrets" && !["get", "list", "watch"].contains(&verb.as_str())
+            {
+                secret_writes.insert(verb);
+            } else if resource == "leases" && object == "cert-manager-controller" {
+                lease_roles.push(name(r).to_string());
+            }
+        }
+    }
+    let writes: BTreeSet<String> = if standalone {
+        ["create", "update", "patch", "delete"].map(String::from).into()
+    } else {
+        BTreeSet::new()
+    };
+    assert_eq!(secret_writes, writes, "Secret writes only in standalone mode");
+    assert_eq!(
+        !lease_roles.is_empty(),
+        standalone,
+        "cert-manager's Lease is read only in standalone mode: {lease_roles:?}"
+    );
+    let theirs: Vec<_> = crds_in(docs)
+        .into_keys()
+        .filter(|n| n.ends_with(".cert-manager.io"))
+        .collect();
+    let want: Vec<String> = if cert_manager_crds {
+        expected_cert_manager_crds().into_keys().collect()
+    } else {
+        Vec::new()
+    };
+    assert_eq!(theirs, want, "cert-manager's CRDs");
 }
 
 #[test]
@@ -842,7 +979,8 @@ fn chart_defaults_match_the_kustomize_install() {
         assert_eq!(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep");
     }
     assert_hardened(one(&docs, "Deployment"), true);
-    assert_manager_rbac(&docs, false, true);
+    assert_manager_rbac(&docs, None, true);
+    assert_standalone_parts(&docs, false, false);
     assert_approver(&docs, "cert-manager", "cert-manager");
     let kustomized = kustomize(&repo().join("config/default"));
     assert_eq!(
@@ -868,7 +1006,8 @@ fn chart_full_values_render_every_option() {
     let deploy = one(&docs, "Deployment");
     assert_hardened(deploy, true);
     assert_binary_accepts(deploy);
-    assert_manager_rbac(&docs, true, true);
+    assert_manager_rbac(&docs, Some("cert-manager"), true);
+    assert_standalone_parts(&docs, true, false);
     assert_approver(&docs, "cert-manager-system", "cert-manager-controller");
     assert_eq!(deploy["spec"]["replicas"], 2);
     assert_eq!(one(&docs, "PodDisruptionBudget")["spec"]["minAvailable"], "50%");
@@ -884,6 +1023,10 @@ fn chart_full_values_render_every_option() {
         "--cluster-resource-namespace=cfssl-issuer-secrets",
         "--log-format=json",
         "--max-retry-duration=10m",
+        "--certificate-controllers",
+        "--cert-manager-lease-namespace=cert-manager",
+        "--certificate-request-minimum-backoff-duration=30m",
+        "--certificate-request-maximum-backoff-duration=8h",
     ] {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
@@ -950,7 +1093,7 @@ fn chart_defers_issuers_until_their_crds_are_served() {
 fn chart_minimal_values_drop_every_optional_part() {
     let docs = chart_case("minimal");
     assert_hardened(one(&docs, "Deployment"), false);
-    assert_manager_rbac(&docs, false, false);
+    assert_manager_rbac(&docs, None, false);
     for absent in [
         "CustomResourceDefinition",
         "Role",
@@ -965,5 +1108,69 @@ fn chart_minimal_values_drop_every_optional_part() {
             .iter()
             .all(|b| !binds(b, "cert-manager", "cert-manager")),
         "cert_manager.approve: false renders no approver binding"
+    );
+}
+
+/// Standalone mode with its defaults: the flags at the binary's defaults, cert-manager's CRDs
+/// (kept on uninstall, as ours), Secret writes and the Lease Role in kube-system.
+#[test]
+fn chart_standalone_values_install_cert_manager_crds_and_grant_secret_writes() {
+    let docs = chart_case("standalone");
+    assert_standalone_parts(&docs, true, true);
+    let mut crds = expected_crds();
+    crds.extend(expected_cert_manager_crds());
+    assert_eq!(crds_in(&docs), crds);
+    for crd in kind(&docs, "CustomResourceDefinition") {
+        assert_eq!(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep");
+    }
+    assert_manager_rbac(&docs, Some("kube-system"), true);
+    let deploy = one(&docs, "Deployment");
+    assert_hardened(deploy, true);
+    assert_binary_accepts(deploy);
+    let args = strings(&deploy["spec"]["template"]["spec"]["containers"][0]["args"]);
+    for arg in [
+        "--certificate-controllers",
+        "--cert-manager-lease-namespace=kube-system",
+        "--certificate-request-minimum-backoff-duration=1h",
+        "--certificate-request-maximum-backoff-duration=32h",
+    ] {
+        assert!(args.contains(&arg), "{arg} in {args:?}");
+    }
+}
+
+#[test]
+fn chart_cases_without_standalone_mode_have_none_of_its_parts() {
+    for case in ["default", "minimal", "deferred-issuers"] {
+        assert_standalone_parts(&chart_case(case), false, false);
+    }
+}
+
+/// The chart's standalone defaults are the binary's: a chart install behaves as the flags
+/// documented in `cfssl-issuer run --help`.
+#[test]
+fn chart_standalone_defaults_are_the_flags_defaults() {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: cfssl_issuer::manager::RunArgs,
+    }
+    let flags = <Cli as clap::Parser>::parse_from(["cfssl-issuer"]).run.standalone;
+    let values: Value = serde_saphyr::from_str(&read(format!("{CHART}/values.yaml"))).expect("values.yaml");
+    let chart = &values["certificateControllers"];
+    let duration = |key: &str| {
+        cfssl_issuer::manager::parse_duration(chart[key].as_str().expect(key)).expect("a duration")
+    };
+    assert_eq!(chart["enabled"], false, "off by default");
+    assert_eq!(
+        (
+            chart["certManagerLeaseNamespace"].as_str(),
+            duration("minimumBackoffDuration"),
+            duration("maximumBackoffDuration"),
+        ),
+        (
+            Some(flags.cert_manager_lease_namespace.as_str()),
+            flags.certificate_request_minimum_backoff_duration,
+            flags.certificate_request_maximum_backoff_duration,
+        )
     );
 }
