@@ -196,19 +196,9 @@ impl RunArgs {
 pub async fn run(args: RunArgs) -> ExitCode {
     let json = args.log_format == LogFormat::Json || args.zap.zap_encoder.as_deref() == Some("json");
     crate::telemetry::init_logging(json, args.zap.level());
-    let config = match args.config() {
-        Ok(c) => c,
-        Err(err) => {
-            tracing::error!("{err}");
-            return ExitCode::from(crate::cli::EXIT_USAGE);
-        }
-    };
-    let client = match kube::Client::try_default().await {
-        Ok(c) => c,
-        Err(err) => {
-            tracing::error!(error = %err, "no Kubernetes configuration (in-cluster or KUBECONFIG)");
-            return ExitCode::from(crate::cli::EXIT_USAGE);
-        }
+    let (config, client) = match configure(&args).await {
+        Ok(ready) => ready,
+        Err(code) => return code,
     };
     let guard = match cert_manager::Guard::start(&client, &config, controllers::system_clock()).await {
         Ok(guard) => guard,
@@ -237,22 +227,39 @@ pub async fn run(args: RunArgs) -> ExitCode {
         }
     };
     let code = if args.enable_leader_election {
-        let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
-            args.config()
-                .map(|c| c.cluster_resource_namespace)
-                .unwrap_or_default()
-        });
-        let lease = Lease {
-            name: args.leader_election_id.clone(),
-            namespace,
-            duration: args.leader_election_lease_duration,
-        };
-        lead_then_run(client, lease, health, signal, run_controllers).await
+        lead_then_run(client, lease(&args), health, signal, run_controllers).await
     } else {
         finish(run_controllers(signal.boxed()).await)
     };
     let _ = stop_servers.send(true);
     guard.exit_code(code)
+}
+
+/// The controllers' configuration and a client, or the exit code saying why not.
+async fn configure(args: &RunArgs) -> Result<(Config, kube::Client), ExitCode> {
+    let config = args.config().map_err(|err| {
+        tracing::error!("{err}");
+        ExitCode::from(crate::cli::EXIT_USAGE)
+    })?;
+    let client = kube::Client::try_default().await.map_err(|err| {
+        tracing::error!(error = %err, "no Kubernetes configuration (in-cluster or KUBECONFIG)");
+        ExitCode::from(crate::cli::EXIT_USAGE)
+    })?;
+    Ok((config, client))
+}
+
+/// The leader-election Lease the flags name.
+fn lease(args: &RunArgs) -> Lease {
+    let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
+        args.config()
+            .map(|c| c.cluster_resource_namespace)
+            .unwrap_or_default()
+    });
+    Lease {
+        name: args.leader_election_id.clone(),
+        namespace,
+        duration: args.leader_election_lease_duration,
+    }
 }
 
 /// Standalone mode must not start: says why, exit 1.
