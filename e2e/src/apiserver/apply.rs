@@ -25,7 +25,7 @@ use super::{
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Seg {
+pub(super) enum Seg {
     Field(String),
     /// A list-map item: its key fields and their JSON-encoded values.
     Key(Vec<(String, String)>),
@@ -33,11 +33,11 @@ enum Seg {
     Member(String),
 }
 
-type Path = Vec<Seg>;
+pub(super) type Path = Vec<Seg>;
 
 /// Each node a configuration sets, with the value for leaves (scalars, atomic lists and maps,
 /// set members) and `None` for maps and list-map items.
-type Fields = BTreeMap<Path, Option<Value>>;
+pub(super) type Fields = BTreeMap<Path, Option<Value>>;
 
 /// Metadata fields a configuration can own; the rest are the server's.
 const OWNED_METADATA: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
@@ -95,7 +95,7 @@ fn collect(v: &Value, cur: Cursor, path: &mut Path, out: &mut Fields) {
     }
 }
 
-fn fields(config: &Value, schema: Option<&Value>) -> Fields {
+pub(super) fn fields(config: &Value, schema: Option<&Value>) -> Fields {
     let mut out = Fields::new();
     collect(config, Cursor::root(schema), &mut Vec::new(), &mut out);
     out
@@ -138,7 +138,7 @@ fn child_mut<'v>(v: &'v mut Value, seg: &Seg) -> Option<&'v mut Value> {
     }
 }
 
-fn get<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
+pub(super) fn get<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
     path.iter().try_fold(v, child)
 }
 
@@ -314,7 +314,7 @@ impl Apply<'_> {
 
 /// The fields a manager still owns: a leaf someone has since changed or removed (with an
 /// update or patch) is no longer the applier's, as in real server-side apply.
-fn live(fields: Fields, current: &Value) -> Fields {
+pub(super) fn live(fields: Fields, current: &Value) -> Fields {
     fields
         .into_iter()
         .filter(|(path, leaf)| leaf.as_ref().is_none_or(|v| get(current, path) == Some(v)))

@@ -44,6 +44,7 @@ mod error;
 mod faults;
 mod handlers;
 mod http;
+mod managed_fields;
 mod meta;
 mod negotiate;
 mod openapi;

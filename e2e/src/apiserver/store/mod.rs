@@ -6,6 +6,7 @@
 
 mod delete;
 mod kinds;
+mod managed;
 mod write;
 
 use std::{

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::{
     ApplyRequest, ChangeKind, ManagerKey, ObjKey, Store, Sub, WriteOptions,
+    managed::ApplyRecord,
     kinds::{crd_status, is_crd, is_namespace, is_secret, namespace_storage, normalize_secret},
     ns_key, rv_of,
 };
@@ -112,6 +113,17 @@ impl Store {
         obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        self.create_with(rt, ns, obj, opts, None)
+    }
+
+    fn create_with(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        apply: Option<&ApplyRecord>,
+    ) -> ApiResult<Value> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request was not an object"));
         }
@@ -124,6 +136,7 @@ impl Store {
         if is_crd(rt) {
             crd_status(&mut obj, None);
         }
+        self.stamp_managed_fields(rt, &key, None, &mut obj, apply);
         if opts.dry_run {
             return Ok(obj);
         }
@@ -207,7 +220,7 @@ impl Store {
             ));
         }
         Self::set_namespace(rt, &mut obj, ns)?;
-        self.write_existing(rt, &ns_key(rt, ns, name), obj, sub, opts)
+        self.write_existing(rt, &ns_key(rt, ns, name), obj, sub, opts, None)
     }
 
     /// PATCH (all but apply): `edit` changes the object as this version shows it.
@@ -233,7 +246,7 @@ impl Store {
                 "the name of the object does not match the name on the URL",
             ));
         }
-        self.write_existing(rt, &key, obj, sub, opts)
+        self.write_existing(rt, &key, obj, sub, opts, None)
     }
 
     /// The common tail of update, patch and apply to an existing object.
@@ -244,6 +257,7 @@ impl Store {
         new: Value,
         sub: Sub,
         opts: &WriteOptions,
+        apply: Option<&ApplyRecord>,
     ) -> ApiResult<Value> {
         let old = self.entry(rt, key)?.obj.clone();
         if let Some(rv) = rv_of(&new)
@@ -273,6 +287,7 @@ impl Store {
             let generation = generation.unwrap_or(0) + 1;
             meta::set_meta(&mut new, "generation", generation);
         }
+        self.stamp_managed_fields(rt, key, Some(&old), &mut new, apply);
         // Like kube-apiserver, a write that changes nothing is not stored and bumps nothing.
         if new == old || opts.dry_run {
             return Ok(new);
@@ -330,12 +345,14 @@ impl Store {
         }
         .run()
         .map_err(|c| conflict_error(rt, name, &c))?;
-        let result = self.write_existing(rt, &key, merged, req.sub, req.opts)?;
-        let transferred = other_keys
-            .into_iter()
-            .zip(others.into_iter().map(|(_, c)| c))
-            .collect();
-        self.record_applied(rt, &key, req, owned, transferred);
+        let record = ApplyRecord {
+            key: mine,
+            config: owned,
+            others: other_keys.into_iter().zip(others.into_iter().map(|(_, c)| c)).collect(),
+            api_version: rt.api_version(),
+        };
+        let result = self.write_existing(rt, &key, merged, req.sub, req.opts, Some(&record))?;
+        self.record_applied(rt, &key, req.opts, record);
         Ok((result, false))
     }
 
@@ -362,28 +379,15 @@ impl Store {
         obj["apiVersion"] = rt.api_version().into();
         obj["kind"] = rt.kind.clone().into();
         meta::set_meta(&mut obj, "name", name);
-        let created = self.create(rt, ns, convert::to_view(rt, obj), req.opts)?;
-        self.record_applied(rt, &ns_key(rt, ns, name), req, owned, Vec::new());
-        Ok((created, true))
-    }
-
-    /// Remembers what a manager applied, and what others still own after a forced apply.
-    fn record_applied(
-        &mut self,
-        rt: &ResourceType,
-        key: &ObjKey,
-        req: &ApplyRequest,
-        config: Value,
-        others: Vec<(ManagerKey, Value)>,
-    ) {
-        if req.opts.dry_run {
-            return;
-        }
-        let Some(entry) = self.objects.get_mut(&rt.storage).and_then(|m| m.get_mut(key)) else {
-            return;
+        let record = ApplyRecord {
+            key: (req.manager.to_string(), req.sub),
+            config: owned,
+            others: Vec::new(),
+            api_version: rt.api_version(),
         };
-        entry.applied.insert((req.manager.to_string(), req.sub), config);
-        entry.applied.extend(others);
+        let created = self.create_with(rt, ns, convert::to_view(rt, obj), req.opts, Some(&record))?;
+        self.record_applied(rt, &ns_key(rt, ns, name), req.opts, record);
+        Ok((created, true))
     }
 }
 
