@@ -61,6 +61,10 @@ pub struct ResourceType {
     pub columns: Vec<PrinterColumn>,
     /// The CustomResourceDefinition that defines it, if any.
     pub crd: Option<String>,
+    /// The fields a field selector may name: for custom resources `metadata.name`,
+    /// `metadata.namespace` (namespaced kinds) and the version's `selectableFields`; None for
+    /// built-in kinds, whose selectors may name any field here.
+    pub selectable: Option<Vec<String>>,
 }
 
 impl ResourceType {
@@ -122,6 +126,7 @@ fn builtin(
         schema: None,
         columns,
         crd: None,
+        selectable: None,
     }
 }
 
@@ -504,8 +509,23 @@ pub fn crd_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
             columns: crd_columns(v),
             crd: Some(name.clone()),
+            selectable: Some(selectable_fields(v, scope == "Namespaced")),
         })
         .collect())
+}
+
+/// What a field selector may name on a CRD's version, as kube-apiserver allows it.
+fn selectable_fields(version: &Value, namespaced: bool) -> Vec<String> {
+    let mut out = vec!["metadata.name".to_string()];
+    if namespaced {
+        out.push("metadata.namespace".into());
+    }
+    let declared = version.get("selectableFields").and_then(Value::as_array);
+    out.extend(declared.into_iter().flatten().filter_map(|f| {
+        let path = f.get("jsonPath")?.as_str()?;
+        Some(path.trim_start_matches('.').to_string())
+    }));
+    out
 }
 
 fn crd_columns(version: &Value) -> Vec<PrinterColumn> {
