@@ -325,6 +325,8 @@ impl Req<'_> {
         Ok(DeleteOptions {
             propagation: if orphan {
                 Propagation::Orphan
+            } else if policy == Some("Foreground") {
+                Propagation::Foreground
             } else {
                 Propagation::Background
             },
