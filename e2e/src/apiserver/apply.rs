@@ -1,14 +1,15 @@
 //! Server-side apply, simplified.
 //!
-//! Ownership is tracked coarsely: the server keeps each apply manager's last applied
-//! configuration instead of `managedFields`. From those it derives:
-//! - **merge**: maps merge per key, list-maps (`x-kubernetes-list-type: map`, `conditions`,
-//!   `ownerReferences`) merge per item key, sets union, other lists and scalars are replaced;
+//! Ownership is derived from each apply manager's last applied configuration (which
+//! `managed_fields.rs` encodes as `metadata.managedFields`). From those it derives:
+//! - **merge**: maps merge per key, list-maps (`x-kubernetes-list-type: map`, `ownerReferences`,
+//!   and `conditions` of built-in kinds) merge per item key, sets union, other lists and
+//!   scalars are replaced;
 //! - **removal**: a field this manager applied last time but not now is removed, unless another
 //!   apply manager's configuration also sets it (list-map items and set members likewise);
 //! - **conflicts**: without `force`, setting a leaf to a value that differs from the live one
 //!   while another apply manager's configuration sets that leaf is a 409; with `force` the leaf
-//!   moves to this manager.
+//!   moves to this manager (it leaves the other manager's configuration).
 //!
 //! Update and patch writers own nothing here; a leaf they change or remove stops belonging to
 //! the applier that set it (so it no longer conflicts, and is not removed when that applier
