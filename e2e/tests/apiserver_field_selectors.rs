@@ -39,7 +39,10 @@ async fn names(api: &Api<DynamicObject>, selector: &str) -> Vec<String> {
 async fn seed(api: &Api<DynamicObject>, kind: &str, spec: impl Fn(serde_json::Value) -> serde_json::Value) {
     let refs = [
         ("a", issuer_ref("ca", "Issuer", "cfssl-issuer.wikimedia.org")),
-        ("b", issuer_ref("ca", "ClusterIssuer", "cfssl-issuer.wikimedia.org")),
+        (
+            "b",
+            issuer_ref("ca", "ClusterIssuer", "cfssl-issuer.wikimedia.org"),
+        ),
         ("c", issuer_ref("other", "Issuer", "cert-manager.io")),
     ];
     for (name, issuer) in refs {
@@ -54,15 +57,31 @@ async fn seed(api: &Api<DynamicObject>, kind: &str, spec: impl Fn(serde_json::Va
 #[tokio::test]
 async fn certificates_select_by_issuer_ref() {
     let h = with_cert_manager().await;
-    let certs: Api<DynamicObject> = Api::namespaced_with(h.client.clone(), "default", &resource("Certificate", "certificates"));
-    seed(&certs, "Certificate", |issuer| json!({ "secretName": "s", "issuerRef": issuer })).await;
+    let certs: Api<DynamicObject> = Api::namespaced_with(
+        h.client.clone(),
+        "default",
+        &resource("Certificate", "certificates"),
+    );
+    seed(
+        &certs,
+        "Certificate",
+        |issuer| json!({ "secretName": "s", "issuerRef": issuer }),
+    )
+    .await;
     assert_eq!(names(&certs, "spec.issuerRef.name=ca").await, ["a", "b"]);
     assert_eq!(names(&certs, "spec.issuerRef.kind=Issuer").await, ["a", "c"]);
     assert_eq!(
-        names(&certs, "spec.issuerRef.group=cfssl-issuer.wikimedia.org,spec.issuerRef.kind!=Issuer").await,
+        names(
+            &certs,
+            "spec.issuerRef.group=cfssl-issuer.wikimedia.org,spec.issuerRef.kind!=Issuer"
+        )
+        .await,
         ["b"]
     );
-    assert_eq!(names(&certs, "metadata.name=c,metadata.namespace=default").await, ["c"]);
+    assert_eq!(
+        names(&certs, "metadata.name=c,metadata.namespace=default").await,
+        ["c"]
+    );
     let err = certs
         .list(&ListParams::default().fields("spec.secretName=s"))
         .await
@@ -72,7 +91,9 @@ async fn certificates_select_by_issuer_ref() {
         kube::Error::Api(status) => assert_eq!(status.message, "field label not supported: spec.secretName"),
         other => panic!("{other:?}"),
     }
-    let watch = certs.watch(&WatchParams::default().fields("spec.secretName=s"), "0").await;
+    let watch = certs
+        .watch(&WatchParams::default().fields("spec.secretName=s"), "0")
+        .await;
     let err = match watch {
         Err(err) => err,
         Ok(stream) => match futures::StreamExt::boxed(stream).try_next().await {
@@ -86,9 +107,17 @@ async fn certificates_select_by_issuer_ref() {
 #[tokio::test]
 async fn certificate_requests_select_by_issuer_ref() {
     let h = with_cert_manager().await;
-    let crs: Api<DynamicObject> =
-        Api::namespaced_with(h.client.clone(), "default", &resource("CertificateRequest", "certificaterequests"));
-    seed(&crs, "CertificateRequest", |issuer| json!({ "request": "Y3Ny", "issuerRef": issuer })).await;
+    let crs: Api<DynamicObject> = Api::namespaced_with(
+        h.client.clone(),
+        "default",
+        &resource("CertificateRequest", "certificaterequests"),
+    );
+    seed(
+        &crs,
+        "CertificateRequest",
+        |issuer| json!({ "request": "Y3Ny", "issuerRef": issuer }),
+    )
+    .await;
     assert_eq!(names(&crs, "spec.issuerRef.name=other").await, ["c"]);
     assert_eq!(names(&crs, "spec.issuerRef.kind=ClusterIssuer").await, ["b"]);
     let err = crs
@@ -105,7 +134,10 @@ async fn cluster_scoped_custom_resources_select_by_name_only() {
     h.install_gadgets().await;
     let gadgets: Api<Gadget> = h.cluster_api();
     gadgets
-        .create(&PostParams::default(), &Gadget::new("g", support::GadgetSpec { model: "m".into() }))
+        .create(
+            &PostParams::default(),
+            &Gadget::new("g", support::GadgetSpec { model: "m".into() }),
+        )
         .await
         .unwrap();
     let listed = gadgets

@@ -65,13 +65,22 @@ async fn foreground_deletion_waits_for_blocking_dependents() {
     let (secrets, cms): (Api<Secret>, Api<ConfigMap>) = (h.api(), h.api());
     let o = owner(&secrets, "owner").await;
     dependent(&cms, "child", &[&o], true).await;
-    secrets.delete("owner", &DeleteParams::foreground()).await.unwrap();
+    secrets
+        .delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
 
     let waiting = secrets.get("owner").await.unwrap();
     assert!(waiting.metadata.deletion_timestamp.is_some());
-    assert_eq!(waiting.metadata.finalizers, Some(vec!["foregroundDeletion".to_string()]));
+    assert_eq!(
+        waiting.metadata.finalizers,
+        Some(vec!["foregroundDeletion".to_string()])
+    );
     let child = cms.get("child").await.unwrap();
-    assert!(child.metadata.deletion_timestamp.is_some(), "the dependent is being deleted");
+    assert!(
+        child.metadata.deletion_timestamp.is_some(),
+        "the dependent is being deleted"
+    );
 
     release(&cms, "child").await;
     gone(&cms, "child").await;
@@ -84,7 +93,10 @@ async fn dependents_without_block_owner_deletion_do_not_hold_the_owner() {
     let (secrets, cms): (Api<Secret>, Api<ConfigMap>) = (h.api(), h.api());
     let o = owner(&secrets, "owner").await;
     dependent(&cms, "child", &[&o], false).await;
-    secrets.delete("owner", &DeleteParams::foreground()).await.unwrap();
+    secrets
+        .delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
     gone(&secrets, "owner").await;
     let child = cms.get("child").await.unwrap();
     assert!(child.metadata.deletion_timestamp.is_some());
@@ -115,6 +127,9 @@ async fn foreground_deletion_without_dependents_deletes_at_once() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     owner(&secrets, "lonely").await;
-    secrets.delete("lonely", &DeleteParams::foreground()).await.unwrap();
+    secrets
+        .delete("lonely", &DeleteParams::foreground())
+        .await
+        .unwrap();
     gone(&secrets, "lonely").await;
 }

@@ -17,7 +17,10 @@ use k8s_openapi::{
 };
 use kube::{
     Api,
-    api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams},
+    api::{
+        ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+        WatchParams,
+    },
 };
 use serde_json::{Value, json};
 use support::{code, start};
@@ -30,7 +33,11 @@ fn force(manager: &str) -> PatchParams {
     PatchParams::apply(manager).force()
 }
 
-fn entry<'m>(meta: &'m ObjectMeta, manager: &str, subresource: Option<&str>) -> Option<&'m ManagedFieldsEntry> {
+fn entry<'m>(
+    meta: &'m ObjectMeta,
+    manager: &str,
+    subresource: Option<&str>,
+) -> Option<&'m ManagedFieldsEntry> {
     meta.managed_fields
         .iter()
         .flatten()
@@ -81,16 +88,27 @@ async fn every_answer_carries_managed_fields() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     let applied = secrets
-        .patch("tls", &force("cfssl-issuer-issuing"), &Patch::Apply(issued_secret()))
+        .patch(
+            "tls",
+            &force("cfssl-issuer-issuing"),
+            &Patch::Apply(issued_secret()),
+        )
         .await
         .unwrap();
     let e = entry(&applied.metadata, "cfssl-issuer-issuing", None).expect("an entry for the manager");
     assert_eq!(
-        (e.operation.as_deref(), e.api_version.as_deref(), e.fields_type.as_deref()),
+        (
+            e.operation.as_deref(),
+            e.api_version.as_deref(),
+            e.fields_type.as_deref()
+        ),
         (Some("Apply"), Some("v1"), Some("FieldsV1"))
     );
     assert!(e.time.is_some());
-    assert_eq!(fields_of(&applied.metadata, "cfssl-issuer-issuing", None), issued_secret_fields());
+    assert_eq!(
+        fields_of(&applied.metadata, "cfssl-issuer-issuing", None),
+        issued_secret_fields()
+    );
     let want = applied.metadata.managed_fields.clone();
     assert_eq!(want.as_ref().map(Vec::len), Some(1));
 
@@ -101,7 +119,10 @@ async fn every_answer_carries_managed_fields() {
     let meta_only = secrets.get_metadata("tls").await.unwrap();
     assert_eq!(meta_only.metadata.managed_fields, want, "metadata-only GET");
     let meta_list = secrets.list_metadata(&ListParams::default()).await.unwrap();
-    assert_eq!(meta_list.items[0].metadata.managed_fields, want, "metadata-only LIST");
+    assert_eq!(
+        meta_list.items[0].metadata.managed_fields, want,
+        "metadata-only LIST"
+    );
     let mut events = secrets.watch(&WatchParams::default(), "0").await.unwrap().boxed();
     let first = tokio::time::timeout(Duration::from_secs(5), events.try_next())
         .await
@@ -115,7 +136,10 @@ async fn every_answer_carries_managed_fields() {
     let fields = FieldSet::from_json(&want.unwrap()[0].fields_v1.as_ref().unwrap().0).unwrap();
     let metadata = fields.descend(&PathElement::field("metadata"));
     let labels = metadata.descend(&PathElement::field("labels")).field_names();
-    assert_eq!(labels.into_iter().collect::<Vec<_>>(), ["controller.cert-manager.io/fao"]);
+    assert_eq!(
+        labels.into_iter().collect::<Vec<_>>(),
+        ["controller.cert-manager.io/fao"]
+    );
     let data = fields.descend(&PathElement::field("data")).field_names();
     assert_eq!(data.into_iter().collect::<Vec<_>>(), ["tls.crt", "tls.key"]);
 }
@@ -129,14 +153,20 @@ async fn status_applies_are_entries_of_their_own() {
     let widgets: Api<support::Widget> = h.api();
     let spec = json!({ "apiVersion": "test.example.com/v1", "kind": "Widget", "metadata": { "name": "w" },
                        "spec": { "size": 1 } });
-    widgets.patch("w", &apply("author"), &Patch::Apply(spec)).await.unwrap();
+    widgets
+        .patch("w", &apply("author"), &Patch::Apply(spec))
+        .await
+        .unwrap();
     let status = json!({ "apiVersion": "test.example.com/v1", "kind": "Widget",
                          "status": { "conditions": [{ "type": "Ready", "status": "True" }] } });
     let out = widgets
         .patch_status("w", &apply("reporter"), &Patch::Apply(status))
         .await
         .unwrap();
-    assert_eq!(fields_of(&out.metadata, "author", None), json!({ "f:spec": { "f:size": {} } }));
+    assert_eq!(
+        fields_of(&out.metadata, "author", None),
+        json!({ "f:spec": { "f:size": {} } })
+    );
     assert_eq!(
         fields_of(&out.metadata, "reporter", Some("status")),
         json!({ "f:status": { "f:conditions": { "k:{\"type\":\"Ready\"}": { ".": {}, "f:status": {}, "f:type": {} } } } })
@@ -155,19 +185,34 @@ async fn force_takes_ownership_from_the_previous_owner() {
     let h = start().await;
     let cms: Api<ConfigMap> = h.api();
     let first = data_config(json!({ "x": "1", "y": "1" }));
-    cms.patch("a", &apply("first"), &Patch::Apply(first)).await.unwrap();
+    cms.patch("a", &apply("first"), &Patch::Apply(first))
+        .await
+        .unwrap();
     let take = data_config(json!({ "x": "2" }));
     let err = cms
         .patch("a", &apply("second"), &Patch::Apply(&take))
         .await
         .unwrap_err();
     assert_eq!(code(&err), 409);
-    let out = cms.patch("a", &force("second"), &Patch::Apply(&take)).await.unwrap();
-    assert_eq!(fields_of(&out.metadata, "first", None), json!({ "f:data": { "f:y": {} } }));
-    assert_eq!(fields_of(&out.metadata, "second", None), json!({ "f:data": { "f:x": {} } }));
+    let out = cms
+        .patch("a", &force("second"), &Patch::Apply(&take))
+        .await
+        .unwrap();
+    assert_eq!(
+        fields_of(&out.metadata, "first", None),
+        json!({ "f:data": { "f:y": {} } })
+    );
+    assert_eq!(
+        fields_of(&out.metadata, "second", None),
+        json!({ "f:data": { "f:x": {} } })
+    );
 
     let out = cms
-        .patch("a", &apply("first"), &Patch::Apply(data_config(json!({ "y": "1" }))))
+        .patch(
+            "a",
+            &apply("first"),
+            &Patch::Apply(data_config(json!({ "y": "1" }))),
+        )
         .await
         .unwrap();
     assert_eq!(out.data.unwrap()["x"], "2");
@@ -177,7 +222,10 @@ async fn force_takes_ownership_from_the_previous_owner() {
         .unwrap();
     let data: Vec<(String, String)> = out.data.unwrap().into_iter().collect();
     assert_eq!(data, [("x".to_string(), "2".to_string())]);
-    assert!(entry(&out.metadata, "first", None).is_none(), "first owns nothing now");
+    assert!(
+        entry(&out.metadata, "first", None).is_none(),
+        "first owns nothing now"
+    );
 }
 
 fn certificates() -> ApiResource {
@@ -228,21 +276,36 @@ async fn forced_applies_hand_a_condition_back_and_forth() {
     let trigger = force("cfssl-issuer-trigger");
     let issuer = force("cfssl-issuer-issuing");
     certs
-        .patch_status("c", &trigger, &Patch::Apply(condition_status(issuing("True", "Renewing"))))
+        .patch_status(
+            "c",
+            &trigger,
+            &Patch::Apply(condition_status(issuing("True", "Renewing"))),
+        )
         .await
         .unwrap();
     let out = certs
-        .patch_status("c", &issuer, &Patch::Apply(condition_status(issuing("False", "Failed"))))
+        .patch_status(
+            "c",
+            &issuer,
+            &Patch::Apply(condition_status(issuing("False", "Failed"))),
+        )
         .await
         .unwrap();
     assert_eq!(out.data["status"]["conditions"][0]["status"], "False");
-    assert_eq!(issuing_fields(&out, "cfssl-issuer-trigger"), [".", "f:message", "f:type"]);
+    assert_eq!(
+        issuing_fields(&out, "cfssl-issuer-trigger"),
+        [".", "f:message", "f:type"]
+    );
     assert_eq!(
         issuing_fields(&out, "cfssl-issuer-issuing"),
         [".", "f:message", "f:reason", "f:status", "f:type"]
     );
     let out = certs
-        .patch_status("c", &trigger, &Patch::Apply(condition_status(issuing("True", "Renewing"))))
+        .patch_status(
+            "c",
+            &trigger,
+            &Patch::Apply(condition_status(issuing("True", "Renewing"))),
+        )
         .await
         .unwrap();
     assert_eq!(out.data["status"]["conditions"][0]["status"], "True");
@@ -250,7 +313,10 @@ async fn forced_applies_hand_a_condition_back_and_forth() {
         issuing_fields(&out, "cfssl-issuer-trigger"),
         [".", "f:message", "f:reason", "f:status", "f:type"]
     );
-    assert_eq!(issuing_fields(&out, "cfssl-issuer-issuing"), [".", "f:message", "f:type"]);
+    assert_eq!(
+        issuing_fields(&out, "cfssl-issuer-issuing"),
+        [".", "f:message", "f:type"]
+    );
 }
 
 /// A manager that applied a list-map item another manager also owns, then stops sending it,
@@ -272,7 +338,10 @@ async fn dropping_a_shared_item_removes_only_what_the_manager_alone_owned() {
         .patch_status("c", &apply("other"), &Patch::Apply(condition_status(json!([]))))
         .await
         .unwrap();
-    assert_eq!(out.data["status"]["conditions"], json!([{ "type": "Ready", "status": "True" }]));
+    assert_eq!(
+        out.data["status"]["conditions"],
+        json!([{ "type": "Ready", "status": "True" }])
+    );
     assert!(entry(&out.metadata, "other", Some("status")).is_none());
     assert_eq!(
         fields_of(&out.metadata, "readiness", Some("status")),
@@ -286,7 +355,11 @@ async fn managed_fields_in_a_body_are_ignored() {
     let h = start().await;
     let cms: Api<ConfigMap> = h.api();
     let out = cms
-        .patch("a", &apply("owner"), &Patch::Apply(data_config(json!({ "x": "1" }))))
+        .patch(
+            "a",
+            &apply("owner"),
+            &Patch::Apply(data_config(json!({ "x": "1" }))),
+        )
         .await
         .unwrap();
     let mut forged = out.clone();
@@ -298,7 +371,10 @@ async fn managed_fields_in_a_body_are_ignored() {
     forged.data.as_mut().unwrap().insert("z".into(), "1".into());
     let out = cms.replace("a", &PostParams::default(), &forged).await.unwrap();
     assert!(entry(&out.metadata, "forger", None).is_none());
-    assert_eq!(fields_of(&out.metadata, "owner", None), json!({ "f:data": { "f:x": {} } }));
+    assert_eq!(
+        fields_of(&out.metadata, "owner", None),
+        json!({ "f:data": { "f:x": {} } })
+    );
 }
 
 /// A CRD's list without `x-kubernetes-list-type` is atomic on kube-apiserver, `conditions`
@@ -320,17 +396,24 @@ async fn unmarked_lists_of_custom_resources_are_atomic() {
     });
     h.install_crd(serde_json::from_value(crd).unwrap()).await;
     let gvk = GroupVersionKind::gvk("test.example.com", "v1", "Plain");
-    let plains: Api<DynamicObject> =
-        Api::namespaced_with(h.client.clone(), "default", &ApiResource::from_gvk_with_plural(&gvk, "plains"));
-    let obj: DynamicObject =
-        serde_json::from_value(json!({ "apiVersion": "test.example.com/v1", "kind": "Plain", "metadata": { "name": "p" } }))
-            .unwrap();
+    let plains: Api<DynamicObject> = Api::namespaced_with(
+        h.client.clone(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&gvk, "plains"),
+    );
+    let obj: DynamicObject = serde_json::from_value(
+        json!({ "apiVersion": "test.example.com/v1", "kind": "Plain", "metadata": { "name": "p" } }),
+    )
+    .unwrap();
     plains.create(&PostParams::default(), &obj).await.unwrap();
     let status = |t: &str| {
         json!({ "apiVersion": "test.example.com/v1", "kind": "Plain",
                 "status": { "conditions": [{ "type": t, "status": "True" }] } })
     };
-    plains.patch_status("p", &apply("a"), &Patch::Apply(status("Ready"))).await.unwrap();
+    plains
+        .patch_status("p", &apply("a"), &Patch::Apply(status("Ready")))
+        .await
+        .unwrap();
     let err = plains
         .patch_status("p", &apply("b"), &Patch::Apply(status("Issuing")))
         .await
@@ -340,7 +423,10 @@ async fn unmarked_lists_of_custom_resources_are_atomic() {
         .patch_status("p", &force("b"), &Patch::Apply(status("Issuing")))
         .await
         .unwrap();
-    assert_eq!(out.data["status"]["conditions"], json!([{ "type": "Issuing", "status": "True" }]));
+    assert_eq!(
+        out.data["status"]["conditions"],
+        json!([{ "type": "Issuing", "status": "True" }])
+    );
     assert!(entry(&out.metadata, "a", Some("status")).is_none());
     assert_eq!(
         fields_of(&out.metadata, "b", Some("status")),

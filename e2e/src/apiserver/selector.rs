@@ -212,7 +212,10 @@ mod tests {
                 .check(allowed)
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(check("metadata.name=a,spec.issuerRef.name!=b", Some(&allowed)), Ok(()));
+        assert_eq!(
+            check("metadata.name=a,spec.issuerRef.name!=b", Some(&allowed)),
+            Ok(())
+        );
         assert_eq!(check("spec.other=x", None), Ok(()));
         let err = check("metadata.name=a,spec.other=x", Some(&allowed)).unwrap_err();
         assert!(err.contains("field label not supported: spec.other"), "{err}");

@@ -83,21 +83,39 @@ fn entries_carry_times_versions_and_subresources() {
     let config = json!({ "data": { "a": "1" } });
     let status = json!({ "status": { "phase": "x" } });
     let object = json!({ "data": { "a": "1" }, "status": { "phase": "x" } });
-    let previous = vec![json!({ "manager": "old", "operation": "Apply", "apiVersion": "v0",
-                                "time": "2026-01-01T00:00:00Z" })];
+    let previous = vec![
+        json!({ "manager": "old", "operation": "Apply", "apiVersion": "v0",
+                                "time": "2026-01-01T00:00:00Z" }),
+    ];
     let cx = Context {
         object: &object,
         schema: None,
         previous: &previous,
-        applying: Some(Applying { manager: "new", sub: Sub::Status, api_version: "v2" }),
+        applying: Some(Applying {
+            manager: "new",
+            sub: Sub::Status,
+            api_version: "v2",
+        }),
         changed: true,
         api_version: "v1",
         now: "2026-02-02T00:00:00Z",
     };
     let owners = [
-        Owner { manager: "old", sub: Sub::Main, config: &config },
-        Owner { manager: "new", sub: Sub::Status, config: &status },
-        Owner { manager: "none", sub: Sub::Main, config: &json!({ "data": { "gone": "1" } }) },
+        Owner {
+            manager: "old",
+            sub: Sub::Main,
+            config: &config,
+        },
+        Owner {
+            manager: "new",
+            sub: Sub::Status,
+            config: &status,
+        },
+        Owner {
+            manager: "none",
+            sub: Sub::Main,
+            config: &json!({ "data": { "gone": "1" } }),
+        },
     ];
     assert_eq!(
         entries(owners, &cx),

@@ -25,7 +25,11 @@ fn blocks(r: &Value) -> bool {
 
 impl Store {
     /// Adds the foreground finalizer to an owner about to be marked deleting (the same write).
-    pub(super) fn hold_for_dependents(&mut self, rt: &crate::apiserver::resources::ResourceType, key: &ObjKey) {
+    pub(super) fn hold_for_dependents(
+        &mut self,
+        rt: &crate::apiserver::resources::ResourceType,
+        key: &ObjKey,
+    ) {
         let Some(entry) = self.objects.get_mut(&rt.storage).and_then(|m| m.get_mut(key)) else {
             return;
         };
@@ -82,10 +86,11 @@ impl Store {
                     self.delete_entry(&rt, &dep_key);
                 }
             }
-            let blocked = self
-                .dependents_of(&uid)
-                .iter()
-                .any(|(_, _, d)| meta::owner_references(d).iter().any(|r| refers_to(r, &uid) && blocks(r)));
+            let blocked = self.dependents_of(&uid).iter().any(|(_, _, d)| {
+                meta::owner_references(d)
+                    .iter()
+                    .any(|r| refers_to(r, &uid) && blocks(r))
+            });
             if !blocked {
                 self.release_owner(&storage, &key);
                 progressed = true;
@@ -105,10 +110,18 @@ impl Store {
 
     /// Removes the foreground finalizer; the owner goes if it was the last one.
     fn release_owner(&mut self, storage: &StorageKey, key: &ObjKey) {
-        let Some(mut obj) = self.objects.get(storage).and_then(|m| m.get(key)).map(|e| e.obj.clone()) else {
+        let Some(mut obj) = self
+            .objects
+            .get(storage)
+            .and_then(|m| m.get(key))
+            .map(|e| e.obj.clone())
+        else {
             return;
         };
-        let finalizers: Vec<String> = meta::finalizers(&obj).into_iter().filter(|f| f != FOREGROUND).collect();
+        let finalizers: Vec<String> = meta::finalizers(&obj)
+            .into_iter()
+            .filter(|f| f != FOREGROUND)
+            .collect();
         if finalizers.is_empty() {
             meta::metadata_mut(&mut obj).remove("finalizers");
             if let Some(rt) = self.registry.by_storage(storage) {

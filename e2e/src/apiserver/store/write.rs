@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use super::{
     ApplyRequest, ChangeKind, ManagerKey, ObjKey, Store, Sub, WriteOptions,
-    managed::ApplyRecord,
     kinds::{crd_status, is_crd, is_namespace, is_secret, namespace_storage, normalize_secret},
+    managed::ApplyRecord,
     ns_key, rv_of,
 };
 use crate::apiserver::{
@@ -348,7 +348,10 @@ impl Store {
         let record = ApplyRecord {
             key: mine,
             config: owned,
-            others: other_keys.into_iter().zip(others.into_iter().map(|(_, c)| c)).collect(),
+            others: other_keys
+                .into_iter()
+                .zip(others.into_iter().map(|(_, c)| c))
+                .collect(),
             api_version: rt.api_version(),
         };
         let result = self.write_existing(rt, &key, merged, req.sub, req.opts, Some(&record))?;
