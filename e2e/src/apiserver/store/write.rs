@@ -1,15 +1,14 @@
-//! Create, update, patch and server-side apply.
+//! Create, update and patch, and the write path server-side apply (`managed.rs`) shares.
 
 use serde_json::{Value, json};
 
 use super::{
-    ApplyRequest, ChangeKind, ManagerKey, ObjKey, Store, Sub, WriteOptions,
+    ChangeKind, ObjKey, Store, Sub, WriteOptions,
     kinds::{crd_status, is_crd, is_namespace, is_secret, namespace_storage, normalize_secret},
     managed::ApplyRecord,
     ns_key, rv_of,
 };
 use crate::apiserver::{
-    apply::{self, Apply},
     convert,
     error::{ApiError, ApiResult, Reason},
     meta,
@@ -116,7 +115,7 @@ impl Store {
         self.create_with(rt, ns, obj, opts, None)
     }
 
-    fn create_with(
+    pub(super) fn create_with(
         &mut self,
         rt: &ResourceType,
         ns: Option<&str>,
@@ -250,7 +249,7 @@ impl Store {
     }
 
     /// The common tail of update, patch and apply to an existing object.
-    fn write_existing(
+    pub(super) fn write_existing(
         &mut self,
         rt: &ResourceType,
         key: &ObjKey,
@@ -306,126 +305,6 @@ impl Store {
         }
         Ok(committed)
     }
-
-    /// Server-side apply; creates the object when it does not exist. Returns whether it did.
-    pub fn apply(
-        &mut self,
-        rt: &ResourceType,
-        ns: Option<&str>,
-        name: &str,
-        config: Value,
-        req: &ApplyRequest,
-    ) -> ApiResult<(Value, bool)> {
-        let (owned, precondition) = apply_scope(rt, name, req.sub, config)?;
-        schema::typed_check(rt, ns, name, &owned)?;
-        let key = ns_key(rt, ns, name);
-        let Ok(entry) = self.entry(rt, &key) else {
-            return self.apply_create(rt, ns, name, owned, req);
-        };
-        if let Some(rv) = precondition
-            && Some(rv.as_str()) != rv_of(&entry.obj)
-        {
-            return Err(ApiError::stale(&rt.qualified(), name));
-        }
-        let mine = (req.manager.to_string(), req.sub);
-        let previous = entry.applied.get(&mine).cloned();
-        let other_keys: Vec<ManagerKey> = entry.applied.keys().filter(|k| **k != mine).cloned().collect();
-        let mut others: Vec<(String, Value)> = other_keys
-            .iter()
-            .map(|k| (k.0.clone(), entry.applied[k].clone()))
-            .collect();
-        let current = entry.obj.clone();
-        let merged = Apply {
-            current: Some(&current),
-            config: &owned,
-            previous: previous.as_ref(),
-            others: &mut others,
-            schema: rt.schema.as_ref(),
-            force: req.force,
-        }
-        .run()
-        .map_err(|c| conflict_error(rt, name, &c))?;
-        let record = ApplyRecord {
-            key: mine,
-            config: owned,
-            others: other_keys
-                .into_iter()
-                .zip(others.into_iter().map(|(_, c)| c))
-                .collect(),
-            api_version: rt.api_version(),
-        };
-        let result = self.write_existing(rt, &key, merged, req.sub, req.opts, Some(&record))?;
-        self.record_applied(rt, &key, req.opts, record);
-        Ok((result, false))
-    }
-
-    fn apply_create(
-        &mut self,
-        rt: &ResourceType,
-        ns: Option<&str>,
-        name: &str,
-        owned: Value,
-        req: &ApplyRequest,
-    ) -> ApiResult<(Value, bool)> {
-        if req.sub == Sub::Status {
-            return Err(ApiError::not_found(&rt.qualified(), name));
-        }
-        let apply = Apply {
-            current: None,
-            config: &owned,
-            previous: None,
-            others: &mut [],
-            schema: rt.schema.as_ref(),
-            force: req.force,
-        };
-        let mut obj = apply.run().map_err(|c| conflict_error(rt, name, &c))?;
-        obj["apiVersion"] = rt.api_version().into();
-        obj["kind"] = rt.kind.clone().into();
-        meta::set_meta(&mut obj, "name", name);
-        let record = ApplyRecord {
-            key: (req.manager.to_string(), req.sub),
-            config: owned,
-            others: Vec::new(),
-            api_version: rt.api_version(),
-        };
-        let created = self.create_with(rt, ns, convert::to_view(rt, obj), req.opts, Some(&record))?;
-        self.record_applied(rt, &ns_key(rt, ns, name), req.opts, record);
-        Ok((created, true))
-    }
-}
-
-/// Checks an apply configuration against the URL and reduces it to what this subresource
-/// owns. Returns it with the resourceVersion precondition it carried, if any.
-fn apply_scope(rt: &ResourceType, name: &str, sub: Sub, config: Value) -> ApiResult<(Value, Option<String>)> {
-    let (api_version, kind) = (
-        config.get("apiVersion").and_then(Value::as_str),
-        config.get("kind").and_then(Value::as_str),
-    );
-    if api_version != Some(&rt.api_version()) || kind != Some(&rt.kind) {
-        return Err(ApiError::bad_request(format!(
-            "apply configuration must set apiVersion \"{}\" and kind \"{}\"",
-            rt.api_version(),
-            rt.kind
-        )));
-    }
-    if meta::name(&config).is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(
-            "the name of the object does not match the name on the URL",
-        ));
-    }
-    let config = convert::from_view(rt, config);
-    let precondition = rv_of(&config).map(String::from);
-    let mut owned = apply::owned_part(&config);
-    if let Some(map) = owned.as_object_mut() {
-        match sub {
-            Sub::Status => map.retain(|k, _| k == "status"),
-            Sub::Main if rt.status_subresource => {
-                map.remove("status");
-            }
-            Sub::Main => {}
-        }
-    }
-    Ok((owned, precondition))
 }
 
 /// Server-set fields of a new object, and what a create may not set.
@@ -500,31 +379,4 @@ fn carry_over(rt: &ResourceType, old: &Value, mut new: Value, sub: Sub) -> Value
     }
     meta.remove("managedFields");
     new
-}
-
-fn conflict_error(rt: &ResourceType, name: &str, conflicts: &[(String, String)]) -> ApiError {
-    let lines: Vec<String> = conflicts
-        .iter()
-        .map(|(m, f)| format!("conflict with \"{m}\": {f}"))
-        .collect();
-    let noun = if conflicts.len() == 1 {
-        "conflict"
-    } else {
-        "conflicts"
-    };
-    let mut err = ApiError::new(
-        Reason::Conflict,
-        format!(
-            "Apply failed with {} {noun}: {}",
-            conflicts.len(),
-            lines.join("\n")
-        ),
-    );
-    let causes: Vec<Value> = conflicts
-        .iter()
-        .map(|(m, f)| json!({ "reason": "FieldManagerConflict", "message": format!("conflict with \"{m}\""), "field": f }))
-        .collect();
-    let (plural, group) = (rt.plural.clone(), rt.group.clone());
-    err.details = Some(json!({ "name": name, "group": group, "kind": plural, "causes": causes }));
-    err
 }
