@@ -1,14 +1,15 @@
 //! Server-side apply, simplified.
 //!
-//! Ownership is tracked coarsely: the server keeps each apply manager's last applied
-//! configuration instead of `managedFields`. From those it derives:
-//! - **merge**: maps merge per key, list-maps (`x-kubernetes-list-type: map`, `conditions`,
-//!   `ownerReferences`) merge per item key, sets union, other lists and scalars are replaced;
+//! Ownership is derived from each apply manager's last applied configuration (which
+//! `managed_fields.rs` encodes as `metadata.managedFields`). From those it derives:
+//! - **merge**: maps merge per key, list-maps (`x-kubernetes-list-type: map`, `ownerReferences`,
+//!   and `conditions` of built-in kinds) merge per item key, sets union, other lists and
+//!   scalars are replaced;
 //! - **removal**: a field this manager applied last time but not now is removed, unless another
 //!   apply manager's configuration also sets it (list-map items and set members likewise);
 //! - **conflicts**: without `force`, setting a leaf to a value that differs from the live one
 //!   while another apply manager's configuration sets that leaf is a 409; with `force` the leaf
-//!   moves to this manager.
+//!   moves to this manager (it leaves the other manager's configuration).
 //!
 //! Update and patch writers own nothing here; a leaf they change or remove stops belonging to
 //! the applier that set it (so it no longer conflicts, and is not removed when that applier
@@ -25,7 +26,7 @@ use super::{
 };
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Seg {
+pub(super) enum Seg {
     Field(String),
     /// A list-map item: its key fields and their JSON-encoded values.
     Key(Vec<(String, String)>),
@@ -33,11 +34,11 @@ enum Seg {
     Member(String),
 }
 
-type Path = Vec<Seg>;
+pub(super) type Path = Vec<Seg>;
 
 /// Each node a configuration sets, with the value for leaves (scalars, atomic lists and maps,
 /// set members) and `None` for maps and list-map items.
-type Fields = BTreeMap<Path, Option<Value>>;
+pub(super) type Fields = BTreeMap<Path, Option<Value>>;
 
 /// Metadata fields a configuration can own; the rest are the server's.
 const OWNED_METADATA: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
@@ -95,7 +96,7 @@ fn collect(v: &Value, cur: Cursor, path: &mut Path, out: &mut Fields) {
     }
 }
 
-fn fields(config: &Value, schema: Option<&Value>) -> Fields {
+pub(super) fn fields(config: &Value, schema: Option<&Value>) -> Fields {
     let mut out = Fields::new();
     collect(config, Cursor::root(schema), &mut Vec::new(), &mut out);
     out
@@ -138,7 +139,7 @@ fn child_mut<'v>(v: &'v mut Value, seg: &Seg) -> Option<&'v mut Value> {
     }
 }
 
-fn get<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
+pub(super) fn get<'v>(v: &'v Value, path: &[Seg]) -> Option<&'v Value> {
     path.iter().try_fold(v, child)
 }
 
@@ -314,7 +315,7 @@ impl Apply<'_> {
 
 /// The fields a manager still owns: a leaf someone has since changed or removed (with an
 /// update or patch) is no longer the applier's, as in real server-side apply.
-fn live(fields: Fields, current: &Value) -> Fields {
+pub(super) fn live(fields: Fields, current: &Value) -> Fields {
     fields
         .into_iter()
         .filter(|(path, leaf)| leaf.as_ref().is_none_or(|v| get(current, path) == Some(v)))

@@ -75,9 +75,11 @@ impl Req<'_> {
     }
 
     fn selectors(&self) -> ApiResult<(LabelSelector, FieldSelector)> {
+        let fields = FieldSelector::parse(self.query.get("fieldSelector").unwrap_or_default())?;
+        fields.check(self.rt().selectable.as_deref())?;
         Ok((
             LabelSelector::parse(self.query.get("labelSelector").unwrap_or_default())?,
-            FieldSelector::parse(self.query.get("fieldSelector").unwrap_or_default())?,
+            fields,
         ))
     }
 
@@ -323,6 +325,8 @@ impl Req<'_> {
         Ok(DeleteOptions {
             propagation: if orphan {
                 Propagation::Orphan
+            } else if policy == Some("Foreground") {
+                Propagation::Foreground
             } else {
                 Propagation::Background
             },

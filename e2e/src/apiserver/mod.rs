@@ -19,18 +19,29 @@
 //! ```
 //!
 //! What it simplifies, in short (each module's docs say more):
-//! - **Server-side apply** (`apply.rs`) tracks each apply manager's last configuration instead of
-//!   `managedFields` (which are never returned). List-maps merge by key (schema markers, plus
-//!   `conditions` by `type`); fields a manager stops applying are removed unless another apply
-//!   manager sets them; conflicts are reported only between apply managers. As on a real
-//!   server, an applied field the schema does not declare fails the apply (500, "field not
-//!   declared in schema") where other writes prune it.
+//! - **Server-side apply** (`apply.rs`) tracks each apply manager's last configuration and
+//!   derives ownership from it; `metadata.managedFields` (`managed_fields.rs`) carries one
+//!   `Apply` entry per manager and subresource, encoded as kube-apiserver encodes `FieldsV1`.
+//!   Update and patch writers get no `Update` entry and own nothing: a leaf they change or
+//!   remove just stops being the applier's, and an apply never conflicts with them (a real
+//!   server would report a conflict with the updater). managedFields sent in a body are
+//!   ignored (`managedFields: []` does not reset them). List-maps merge by key: schema markers
+//!   for custom resources (an unmarked list is atomic, `conditions` included), ObjectMeta's
+//!   lists and `conditions` by `type` for built-in kinds; fields a manager stops applying are
+//!   removed unless another apply manager owns them; conflicts are reported only between apply
+//!   managers. As on a real server, an applied field the schema does not declare fails the
+//!   apply (500, "field not declared in schema") where other writes prune it.
 //! - **Validation** (`schema.rs`) defaults, prunes and checks types, `required`, `enum` and
 //!   `nullable`, but not formats, patterns, bounds or CEL rules.
-//! - **Garbage collection** is synchronous and background-only (foreground acts as background);
-//!   deleting a CRD drops its objects at once, without waiting for their finalizers.
-//! - **Field selectors** accept any dotted path; **lists** are not snapshots across pages (later
-//!   pages show current data, but report the first page's resourceVersion so watches replay).
+//! - **Garbage collection** is synchronous; foreground deletion holds the owner with the
+//!   `foregroundDeletion` finalizer until no dependent with `blockOwnerDeletion` is left, but
+//!   deletes the dependents themselves in the background; deleting a CRD drops its objects at
+//!   once, without waiting for their finalizers.
+//! - **Field selectors** on custom resources accept only `metadata.name`, `metadata.namespace`
+//!   and the CRD's `selectableFields` (400 "field label not supported" otherwise), as real
+//!   servers do; on built-in kinds they accept any dotted path. **Lists** are not snapshots
+//!   across pages (later pages show current data, but report the first page's resourceVersion
+//!   so watches replay).
 //! - **Strategic merge patch** knows only the merge keys of the built-in kinds served here, and
 //!   acts as a merge patch on custom resources (a real server answers 415 there).
 //! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
@@ -44,6 +55,7 @@ mod error;
 mod faults;
 mod handlers;
 mod http;
+mod managed_fields;
 mod meta;
 mod negotiate;
 mod openapi;

@@ -4,7 +4,11 @@ use std::{cmp::Ordering, collections::BTreeMap, sync::Arc};
 
 use serde_json::Value;
 
-use super::error::{ApiError, ApiResult};
+use super::error::ApiResult;
+
+mod crd;
+
+pub use crd::crd_types;
 
 /// Where objects live. All served versions of a CRD share one, and so do both Event APIs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -61,6 +65,10 @@ pub struct ResourceType {
     pub columns: Vec<PrinterColumn>,
     /// The CustomResourceDefinition that defines it, if any.
     pub crd: Option<String>,
+    /// The fields a field selector may name: for custom resources `metadata.name`,
+    /// `metadata.namespace` (namespaced kinds) and the version's `selectableFields`; None for
+    /// built-in kinds, whose selectors may name any field here.
+    pub selectable: Option<Vec<String>>,
 }
 
 impl ResourceType {
@@ -122,6 +130,7 @@ fn builtin(
         schema: None,
         columns,
         crd: None,
+        selectable: None,
     }
 }
 
@@ -381,147 +390,6 @@ impl Registry {
     pub fn unregister_crd(&mut self, name: &str) {
         self.types.retain(|_, rt| rt.crd.as_deref() != Some(name));
     }
-}
-
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(v, |v, key| v.get(key))?
-        .as_str()
-        .filter(|s| !s.is_empty())
-}
-
-fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
-    path.iter()
-        .try_fold(v, |v, key| v.get(key))
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
-        .unwrap_or_default()
-}
-
-/// The structural checks apiextensions validation makes that matter here.
-fn check_crd(crd: &Value) -> ApiResult<()> {
-    let name = super::meta::name(crd).unwrap_or_default().to_string();
-    let mut causes = Vec::new();
-    let group = str_at(crd, &["spec", "group"]).unwrap_or_default().to_string();
-    let plural = str_at(crd, &["spec", "names", "plural"])
-        .unwrap_or_default()
-        .to_string();
-    let kind = str_at(crd, &["spec", "names", "kind"])
-        .unwrap_or_default()
-        .to_string();
-    let scope = str_at(crd, &["spec", "scope"]).unwrap_or_default();
-    if group.is_empty() {
-        causes.push(("spec.group".into(), "Required value".into()));
-    }
-    if plural.is_empty() {
-        causes.push(("spec.names.plural".into(), "Required value".into()));
-    }
-    if kind.is_empty() {
-        causes.push(("spec.names.kind".into(), "Required value".into()));
-    }
-    if name != format!("{plural}.{group}") {
-        causes.push((
-            "metadata.name".into(),
-            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
-        ));
-    }
-    if scope != "Namespaced" && scope != "Cluster" {
-        causes.push((
-            "spec.scope".into(),
-            format!("Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\""),
-        ));
-    }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let storage_count = versions
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .count();
-    if storage_count != 1 {
-        causes.push((
-            "spec.versions".into(),
-            "Invalid value: must have exactly one version marked as storage version".into(),
-        ));
-    }
-    if causes.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            "CustomResourceDefinition.apiextensions.k8s.io",
-            &name,
-            &causes,
-        ))
-    }
-}
-
-/// Checks a CRD the way apiextensions validation would (the parts that matter here) and
-/// derives one `ResourceType` per served version.
-pub fn crd_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
-    check_crd(crd)?;
-    let name = super::meta::name(crd).unwrap_or_default().to_string();
-    let text = |path: &[&str]| str_at(crd, path).unwrap_or_default().to_string();
-    let (group, plural, kind) = (
-        text(&["spec", "group"]),
-        text(&["spec", "names", "plural"]),
-        text(&["spec", "names", "kind"]),
-    );
-    let scope = text(&["spec", "scope"]);
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let singular = str_at(crd, &["spec", "names", "singular"])
-        .map(String::from)
-        .unwrap_or_else(|| kind.to_lowercase());
-    let list_kind = str_at(crd, &["spec", "names", "listKind"])
-        .map(String::from)
-        .unwrap_or_else(|| format!("{kind}List"));
-    let served = versions
-        .iter()
-        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(false));
-    Ok(served
-        .map(|v| ResourceType {
-            group: group.clone(),
-            version: str_at(v, &["name"]).unwrap_or_default().to_string(),
-            kind: kind.clone(),
-            list_kind: list_kind.clone(),
-            plural: plural.clone(),
-            singular: singular.clone(),
-            short_names: strings_at(crd, &["spec", "names", "shortNames"]),
-            categories: strings_at(crd, &["spec", "names", "categories"]),
-            namespaced: scope == "Namespaced",
-            status_subresource: v.pointer("/subresources/status").is_some(),
-            tracks_generation: true,
-            storage: StorageKey {
-                group: group.clone(),
-                plural: plural.clone(),
-            },
-            shape: Shape::Plain,
-            schema: v.pointer("/schema/openAPIV3Schema").cloned(),
-            columns: crd_columns(v),
-            crd: Some(name.clone()),
-        })
-        .collect())
-}
-
-fn crd_columns(version: &Value) -> Vec<PrinterColumn> {
-    let Some(columns) = version.get("additionalPrinterColumns").and_then(Value::as_array) else {
-        return vec![age_column()];
-    };
-    columns
-        .iter()
-        .map(|c| PrinterColumn {
-            name: str_at(c, &["name"]).unwrap_or_default().into(),
-            type_: str_at(c, &["type"]).unwrap_or("string").into(),
-            description: str_at(c, &["description"]).unwrap_or_default().into(),
-            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-            value: ColumnValue::JsonPath(str_at(c, &["jsonPath"]).unwrap_or_default().into()),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ enum Level {
 pub struct Cursor<'a> {
     node: Option<&'a Value>,
     level: Level,
+    /// Whether the object is a custom resource (it has a schema): then only the schema says
+    /// which lists merge, as for CRDs on kube-apiserver.
+    custom: bool,
 }
 
 impl<'a> Cursor<'a> {
@@ -45,6 +48,7 @@ impl<'a> Cursor<'a> {
         Cursor {
             node: schema,
             level: Level::Root,
+            custom: schema.is_some(),
         }
     }
 
@@ -54,6 +58,7 @@ impl<'a> Cursor<'a> {
             return Cursor {
                 node: None,
                 level: Level::Metadata,
+                custom: self.custom,
             };
         }
         let node = self.node.and_then(|n| {
@@ -66,21 +71,28 @@ impl<'a> Cursor<'a> {
         } else {
             Level::Other
         };
-        Cursor { node, level }
+        Cursor {
+            node,
+            level,
+            custom: self.custom,
+        }
     }
 
     pub fn items(self) -> Cursor<'a> {
         Cursor {
             node: self.node.and_then(|n| n.get("items")),
             level: Level::Other,
+            custom: self.custom,
         }
     }
 
     /// How the list at this position (the value of field `name`) merges.
     ///
-    /// The schema decides when it says; otherwise `conditions` lists merge by `type` (built-in
-    /// kinds and CRDs that forgot the marker), metadata lists follow ObjectMeta, and the rest
-    /// are atomic, which is what CRDs default to.
+    /// The schema decides when it says; otherwise metadata lists follow ObjectMeta
+    /// (`finalizers` a set, `ownerReferences` a map by `uid`), `conditions` of built-in kinds
+    /// merge by `type` (their Go types mark them so), and the rest are atomic. A custom
+    /// resource's unmarked list is atomic, `conditions` included, as a CRD's is on a real
+    /// server.
     pub fn list_type(self, name: &str) -> ListType {
         let explicit = self
             .node
@@ -103,7 +115,7 @@ impl<'a> Cursor<'a> {
         match (self.level, name) {
             (Level::MetaField, "finalizers") => ListType::Set,
             (Level::MetaField, "ownerReferences") => ListType::Map(vec!["uid".into()]),
-            (_, "conditions") => ListType::Map(vec!["type".into()]),
+            (_, "conditions") if !self.custom => ListType::Map(vec!["type".into()]),
             _ => ListType::Atomic,
         }
     }
@@ -355,6 +367,7 @@ fn undeclared_in(schema: &Value, value: &Value, path: &str, resource: bool, out:
             let list_type = Cursor {
                 node: Some(schema),
                 level: Level::Other,
+                custom: true,
             }
             .list_type("");
             for (i, item) in items.iter().enumerate() {
@@ -462,6 +475,21 @@ mod tests {
                 .field("conditions")
                 .list_type("conditions"),
             ListType::Map(vec!["type".into()])
+        );
+        // A custom resource's unmarked conditions are atomic, as a CRD's are.
+        assert_eq!(
+            Cursor::root(Some(&s))
+                .field("status")
+                .field("conditions")
+                .list_type("conditions"),
+            ListType::Atomic
+        );
+        assert_eq!(
+            Cursor::root(Some(&s))
+                .field("metadata")
+                .field("ownerReferences")
+                .list_type("ownerReferences"),
+            ListType::Map(vec!["uid".into()])
         );
         assert_eq!(
             Cursor::root(None)

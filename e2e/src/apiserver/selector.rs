@@ -116,8 +116,9 @@ impl LabelSelector {
 
 /// A parsed field selector over dotted paths (`metadata.name`, `involvedObject.uid`, `type`).
 ///
-/// Real servers accept only a per-kind list of fields; this one accepts any path, comparing
-/// the value's string form (missing fields compare as "").
+/// Real servers accept only a per-kind list of fields. Custom resources here accept only
+/// theirs (see [`FieldSelector::check`]); built-in kinds accept any path. Values compare by
+/// their string form (missing fields compare as "").
 #[derive(Debug, Clone, Default)]
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
@@ -139,6 +140,20 @@ impl FieldSelector {
             out.push(parsed);
         }
         Ok(FieldSelector(out))
+    }
+
+    /// Refuses a field the kind does not let selectors name (`allowed`; None allows any), as
+    /// kube-apiserver's field label conversion does: 400 "field label not supported: <path>".
+    pub fn check(&self, allowed: Option<&[String]>) -> ApiResult<()> {
+        let Some(allowed) = allowed else {
+            return Ok(());
+        };
+        match self.0.iter().find(|(path, _, _)| !allowed.contains(path)) {
+            Some((path, _, _)) => Err(ApiError::bad_request(format!(
+                "field label not supported: {path}"
+            ))),
+            None => Ok(()),
+        }
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
@@ -186,5 +201,23 @@ mod tests {
         assert!(matches("metadata.name!=b"));
         assert!(matches("type=Opaque"));
         assert!(!matches("metadata.name=b"));
+    }
+
+    #[test]
+    fn only_allowed_fields_pass_the_check() {
+        let allowed = ["metadata.name".to_string(), "spec.issuerRef.name".to_string()];
+        let check = |s: &str, allowed: Option<&[String]>| {
+            FieldSelector::parse(s)
+                .unwrap()
+                .check(allowed)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            check("metadata.name=a,spec.issuerRef.name!=b", Some(&allowed)),
+            Ok(())
+        );
+        assert_eq!(check("spec.other=x", None), Ok(()));
+        let err = check("metadata.name=a,spec.other=x", Some(&allowed)).unwrap_err();
+        assert!(err.contains("field label not supported: spec.other"), "{err}");
     }
 }

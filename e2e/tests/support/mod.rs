@@ -49,7 +49,9 @@ pub struct Port {
 
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct WidgetStatus {
+    /// A list-map keyed by `type`; a CRD without the marker would make it atomic.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<WidgetCondition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,

@@ -51,13 +51,16 @@ impl Store {
         {
             self.orphan_dependents(uid);
         }
+        if opts.propagation == Propagation::Foreground && !meta::is_deleting(&obj) {
+            self.hold_for_dependents(rt, &key);
+        }
         let outcome = self.delete_entry(rt, &key);
         self.collect_garbage();
         Ok(outcome)
     }
 
     /// Deletes now, or marks deleting when finalizers (or a namespace's contents) hold it.
-    fn delete_entry(&mut self, rt: &ResourceType, key: &ObjKey) -> Deleted {
+    pub(super) fn delete_entry(&mut self, rt: &ResourceType, key: &ObjKey) -> Deleted {
         let Some(entry) = self.objects.get(&rt.storage).and_then(|m| m.get(key)) else {
             return Deleted::Gone(Value::Null);
         };
@@ -190,8 +193,9 @@ impl Store {
     /// The garbage collector and namespace controller, run to a fixed point after each write.
     pub(super) fn collect_garbage(&mut self) {
         loop {
+            let progressed = self.collect_foreground();
             let (orphans, empty_namespaces) = (self.orphans(), self.empty_namespaces());
-            if orphans.is_empty() && empty_namespaces.is_empty() {
+            if orphans.is_empty() && empty_namespaces.is_empty() && !progressed {
                 return;
             }
             for (storage, key) in orphans {

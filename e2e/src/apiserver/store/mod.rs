@@ -5,7 +5,9 @@
 //! finalizers and garbage collection in [`delete`], kind-specific rules in [`kinds`].
 
 mod delete;
+mod foreground;
 mod kinds;
+mod managed;
 mod write;
 
 use std::{
@@ -96,9 +98,12 @@ pub struct ApplyRequest<'a> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Propagation {
-    /// Dependents go once the owner is gone (foreground is treated the same way).
+    /// Dependents go once the owner is gone.
     #[default]
     Background,
+    /// The owner waits, with the `foregroundDeletion` finalizer, until its dependents are
+    /// deleted and those with `blockOwnerDeletion` are gone.
+    Foreground,
     /// Dependents lose their ownerReference to the owner and stay.
     Orphan,
 }

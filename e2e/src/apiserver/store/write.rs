@@ -1,14 +1,14 @@
-//! Create, update, patch and server-side apply.
+//! Create, update and patch, and the write path server-side apply (`managed.rs`) shares.
 
 use serde_json::{Value, json};
 
 use super::{
-    ApplyRequest, ChangeKind, ManagerKey, ObjKey, Store, Sub, WriteOptions,
+    ChangeKind, ObjKey, Store, Sub, WriteOptions,
     kinds::{crd_status, is_crd, is_namespace, is_secret, namespace_storage, normalize_secret},
+    managed::ApplyRecord,
     ns_key, rv_of,
 };
 use crate::apiserver::{
-    apply::{self, Apply},
     convert,
     error::{ApiError, ApiResult, Reason},
     meta,
@@ -112,6 +112,17 @@ impl Store {
         obj: Value,
         opts: &WriteOptions,
     ) -> ApiResult<Value> {
+        self.create_with(rt, ns, obj, opts, None)
+    }
+
+    pub(super) fn create_with(
+        &mut self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        obj: Value,
+        opts: &WriteOptions,
+        apply: Option<&ApplyRecord>,
+    ) -> ApiResult<Value> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request was not an object"));
         }
@@ -124,6 +135,7 @@ impl Store {
         if is_crd(rt) {
             crd_status(&mut obj, None);
         }
+        self.stamp_managed_fields(rt, &key, None, &mut obj, apply);
         if opts.dry_run {
             return Ok(obj);
         }
@@ -207,7 +219,7 @@ impl Store {
             ));
         }
         Self::set_namespace(rt, &mut obj, ns)?;
-        self.write_existing(rt, &ns_key(rt, ns, name), obj, sub, opts)
+        self.write_existing(rt, &ns_key(rt, ns, name), obj, sub, opts, None)
     }
 
     /// PATCH (all but apply): `edit` changes the object as this version shows it.
@@ -233,17 +245,18 @@ impl Store {
                 "the name of the object does not match the name on the URL",
             ));
         }
-        self.write_existing(rt, &key, obj, sub, opts)
+        self.write_existing(rt, &key, obj, sub, opts, None)
     }
 
     /// The common tail of update, patch and apply to an existing object.
-    fn write_existing(
+    pub(super) fn write_existing(
         &mut self,
         rt: &ResourceType,
         key: &ObjKey,
         new: Value,
         sub: Sub,
         opts: &WriteOptions,
+        apply: Option<&ApplyRecord>,
     ) -> ApiResult<Value> {
         let old = self.entry(rt, key)?.obj.clone();
         if let Some(rv) = rv_of(&new)
@@ -273,6 +286,7 @@ impl Store {
             let generation = generation.unwrap_or(0) + 1;
             meta::set_meta(&mut new, "generation", generation);
         }
+        self.stamp_managed_fields(rt, key, Some(&old), &mut new, apply);
         // Like kube-apiserver, a write that changes nothing is not stored and bumps nothing.
         if new == old || opts.dry_run {
             return Ok(new);
@@ -291,134 +305,6 @@ impl Store {
         }
         Ok(committed)
     }
-
-    /// Server-side apply; creates the object when it does not exist. Returns whether it did.
-    pub fn apply(
-        &mut self,
-        rt: &ResourceType,
-        ns: Option<&str>,
-        name: &str,
-        config: Value,
-        req: &ApplyRequest,
-    ) -> ApiResult<(Value, bool)> {
-        let (owned, precondition) = apply_scope(rt, name, req.sub, config)?;
-        schema::typed_check(rt, ns, name, &owned)?;
-        let key = ns_key(rt, ns, name);
-        let Ok(entry) = self.entry(rt, &key) else {
-            return self.apply_create(rt, ns, name, owned, req);
-        };
-        if let Some(rv) = precondition
-            && Some(rv.as_str()) != rv_of(&entry.obj)
-        {
-            return Err(ApiError::stale(&rt.qualified(), name));
-        }
-        let mine = (req.manager.to_string(), req.sub);
-        let previous = entry.applied.get(&mine).cloned();
-        let other_keys: Vec<ManagerKey> = entry.applied.keys().filter(|k| **k != mine).cloned().collect();
-        let mut others: Vec<(String, Value)> = other_keys
-            .iter()
-            .map(|k| (k.0.clone(), entry.applied[k].clone()))
-            .collect();
-        let current = entry.obj.clone();
-        let merged = Apply {
-            current: Some(&current),
-            config: &owned,
-            previous: previous.as_ref(),
-            others: &mut others,
-            schema: rt.schema.as_ref(),
-            force: req.force,
-        }
-        .run()
-        .map_err(|c| conflict_error(rt, name, &c))?;
-        let result = self.write_existing(rt, &key, merged, req.sub, req.opts)?;
-        let transferred = other_keys
-            .into_iter()
-            .zip(others.into_iter().map(|(_, c)| c))
-            .collect();
-        self.record_applied(rt, &key, req, owned, transferred);
-        Ok((result, false))
-    }
-
-    fn apply_create(
-        &mut self,
-        rt: &ResourceType,
-        ns: Option<&str>,
-        name: &str,
-        owned: Value,
-        req: &ApplyRequest,
-    ) -> ApiResult<(Value, bool)> {
-        if req.sub == Sub::Status {
-            return Err(ApiError::not_found(&rt.qualified(), name));
-        }
-        let apply = Apply {
-            current: None,
-            config: &owned,
-            previous: None,
-            others: &mut [],
-            schema: rt.schema.as_ref(),
-            force: req.force,
-        };
-        let mut obj = apply.run().map_err(|c| conflict_error(rt, name, &c))?;
-        obj["apiVersion"] = rt.api_version().into();
-        obj["kind"] = rt.kind.clone().into();
-        meta::set_meta(&mut obj, "name", name);
-        let created = self.create(rt, ns, convert::to_view(rt, obj), req.opts)?;
-        self.record_applied(rt, &ns_key(rt, ns, name), req, owned, Vec::new());
-        Ok((created, true))
-    }
-
-    /// Remembers what a manager applied, and what others still own after a forced apply.
-    fn record_applied(
-        &mut self,
-        rt: &ResourceType,
-        key: &ObjKey,
-        req: &ApplyRequest,
-        config: Value,
-        others: Vec<(ManagerKey, Value)>,
-    ) {
-        if req.opts.dry_run {
-            return;
-        }
-        let Some(entry) = self.objects.get_mut(&rt.storage).and_then(|m| m.get_mut(key)) else {
-            return;
-        };
-        entry.applied.insert((req.manager.to_string(), req.sub), config);
-        entry.applied.extend(others);
-    }
-}
-
-/// Checks an apply configuration against the URL and reduces it to what this subresource
-/// owns. Returns it with the resourceVersion precondition it carried, if any.
-fn apply_scope(rt: &ResourceType, name: &str, sub: Sub, config: Value) -> ApiResult<(Value, Option<String>)> {
-    let (api_version, kind) = (
-        config.get("apiVersion").and_then(Value::as_str),
-        config.get("kind").and_then(Value::as_str),
-    );
-    if api_version != Some(&rt.api_version()) || kind != Some(&rt.kind) {
-        return Err(ApiError::bad_request(format!(
-            "apply configuration must set apiVersion \"{}\" and kind \"{}\"",
-            rt.api_version(),
-            rt.kind
-        )));
-    }
-    if meta::name(&config).is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(
-            "the name of the object does not match the name on the URL",
-        ));
-    }
-    let config = convert::from_view(rt, config);
-    let precondition = rv_of(&config).map(String::from);
-    let mut owned = apply::owned_part(&config);
-    if let Some(map) = owned.as_object_mut() {
-        match sub {
-            Sub::Status => map.retain(|k, _| k == "status"),
-            Sub::Main if rt.status_subresource => {
-                map.remove("status");
-            }
-            Sub::Main => {}
-        }
-    }
-    Ok((owned, precondition))
 }
 
 /// Server-set fields of a new object, and what a create may not set.
@@ -493,31 +379,4 @@ fn carry_over(rt: &ResourceType, old: &Value, mut new: Value, sub: Sub) -> Value
     }
     meta.remove("managedFields");
     new
-}
-
-fn conflict_error(rt: &ResourceType, name: &str, conflicts: &[(String, String)]) -> ApiError {
-    let lines: Vec<String> = conflicts
-        .iter()
-        .map(|(m, f)| format!("conflict with \"{m}\": {f}"))
-        .collect();
-    let noun = if conflicts.len() == 1 {
-        "conflict"
-    } else {
-        "conflicts"
-    };
-    let mut err = ApiError::new(
-        Reason::Conflict,
-        format!(
-            "Apply failed with {} {noun}: {}",
-            conflicts.len(),
-            lines.join("\n")
-        ),
-    );
-    let causes: Vec<Value> = conflicts
-        .iter()
-        .map(|(m, f)| json!({ "reason": "FieldManagerConflict", "message": format!("conflict with \"{m}\""), "field": f }))
-        .collect();
-    let (plural, group) = (rt.plural.clone(), rt.group.clone());
-    err.details = Some(json!({ "name": name, "group": group, "kind": plural, "causes": causes }));
-    err
 }
