@@ -1,7 +1,11 @@
 //! `make demo`: cfssl-issuer at work with no cluster. Starts the in-process API server,
 //! simple-cfssl over TLS and the real manager binary, applies `config/samples/` as a user
 //! would (server-side apply), approves the requests as cert-manager's approver would, and
-//! prints what the issuers and requests became. Ctrl-C at any point stops everything.
+//! prints what the issuers and requests became. The manager runs in standalone mode
+//! (`--certificate-controllers`), so the sample Certificates become Secrets with no cert-manager,
+//! and one of them renews. Ctrl-C at any point stops everything.
+
+mod standalone;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,12 +23,13 @@ use cfssl_issuer::api::{ClusterIssuer, Condition, Issuer, READY};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually, parse_leaf, scrape};
 
 /// The samples, in the order a user applies them.
-const SAMPLES: [&str; 5] = [
+const SAMPLES: [&str; 6] = [
     "namespace.yaml",
     "issuer.yaml",
     "clusterissuer.yaml",
     "bundleissuer.yaml",
     "certificaterequests.yaml",
+    "certificates.yaml",
 ];
 /// Where the samples expect simple-cfssl: its Service in a cluster.
 const IN_CLUSTER_CA: &str = "https://simple-cfssl.simple-cfssl.svc:8888";
@@ -99,7 +104,7 @@ impl Demo {
         let client = cluster.client.clone();
         println!("API server (in-process, CRDs installed). While the demo runs:");
         println!("  export KUBECONFIG={}", kubeconfig.display());
-        println!("  kubectl get issuers,clusterissuers,certificaterequests -A");
+        println!("  kubectl get issuers,clusterissuers,certificaterequests,certificates -A");
 
         let ca = self.ca.insert(Ca::simple(false).await?);
         let dir = self._dir.insert(tempfile::tempdir()?);
@@ -114,10 +119,12 @@ impl Demo {
         // The manager trusts simple-cfssl's TLS CA as it would in a pod: SSL_CERT_FILE, read
         // by rustls-native-certs. The samples stay free of any caBundle.
         let options = ManagerOptions::new(&kubeconfig, SYSTEM_NAMESPACE)
+            .arg("--certificate-controllers")
             .env("SSL_CERT_FILE", tls_ca.display().to_string());
         let manager = self.manager.insert(Manager::start(options).await?);
         println!(
-            "manager: cfssl-issuer run --cluster-resource-namespace {SYSTEM_NAMESPACE} (pid {}), \
+            "manager: cfssl-issuer run --cluster-resource-namespace {SYSTEM_NAMESPACE} \
+             --certificate-controllers (pid {}), \
              SSL_CERT_FILE={}, probes on {}, metrics on {}",
             manager.pid().unwrap_or_default(),
             tls_ca.display(),
@@ -140,13 +147,11 @@ impl Demo {
                 applied.push(id);
             }
         }
-        println!(
-            "  certificates.yaml: skipped: Certificates need cert-manager's own controllers, \
-             which this demo does not run; the CertificateRequests above are what they would create"
-        );
 
         println!(
-            "\nApproving each CertificateRequest as cert-manager's approver does (condition Approved, reason cert-manager.io):"
+            "\nApproving each CertificateRequest of certificaterequests.yaml as cert-manager's approver \
+             does (condition Approved, reason cert-manager.io); the manager approves the ones its \
+             Certificate controllers create itself:"
         );
         for id in applied.iter().filter(|id| id.kind == "CertificateRequest") {
             approve(&client, id).await?;
@@ -187,6 +192,8 @@ impl Demo {
                 println!("      chain:    {blocks} certificate(s) in tls.crt, {root}");
             }
         }
+
+        all_good &= standalone::show(&client, &kubeconfig, &applied).await?;
 
         let metrics = scrape::scrape(&manager.metrics_addr).await?;
         println!("\nFrom /metrics:");

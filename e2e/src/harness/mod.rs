@@ -14,6 +14,7 @@
 mod ca;
 mod cluster;
 mod crds;
+pub mod fleet;
 pub mod load;
 mod manager;
 pub mod objects;

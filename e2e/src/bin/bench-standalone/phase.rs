@@ -1,0 +1,175 @@
+//! One timed phase of the standalone bench: N Certificates issued, or renewed, together; what
+//! the manager spent on them, taken from the API server's counts less the bench's own requests.
+
+use std::time::Duration;
+
+use kube::Client;
+
+use cfssl_issuer::api::certmanager::Certificate;
+use cfssl_issuer::pki::keys::KeySpec;
+use e2e::apiserver::{Counts, TestServer, Verb};
+use e2e::harness::fleet::{self, SecretCheck, Settled};
+use e2e::harness::{Manager, load};
+
+/// Requests the bench keeps in flight when creating or triggering: enough that the manager,
+/// not the client, sets the pace.
+const CLIENT_CONCURRENCY: usize = 32;
+/// How often the bench lists the Certificates while waiting.
+const POLL: Duration = Duration::from_millis(250);
+const WAIT: Duration = Duration::from_secs(900);
+
+/// What a phase runs against.
+pub struct Bench<'a> {
+    pub client: &'a Client,
+    pub server: &'a TestServer,
+    pub ca: &'a simple_cfssl::Running,
+    pub manager: &'a Manager,
+    pub n: usize,
+}
+
+/// What one phase measured.
+pub struct Outcome {
+    pub name: String,
+    pub elapsed: Duration,
+    /// The manager's API requests (the bench's own taken away).
+    pub counts: Counts,
+    /// Certificates the CA signed during the phase.
+    pub signed: u64,
+    pub check: SecretCheck,
+    /// Renewals only: Certificates whose Secret holds a new key.
+    pub rotated: Option<usize>,
+    /// The manager's VmHWM when the phase ended.
+    pub peak_kib: u64,
+    /// The Certificates as they ended the phase.
+    pub certificates: Vec<Certificate>,
+}
+
+impl Outcome {
+    pub fn rate(&self, n: usize) -> f64 {
+        n as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Writes of any kind (create, update, patch, delete) per Certificate.
+    pub fn writes_per(&self, n: usize) -> f64 {
+        let writes: u64 = [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete, Verb::DeleteCollection]
+            .into_iter()
+            .map(|v| self.counts.verb_total(v))
+            .sum();
+        writes as f64 / n as f64
+    }
+
+    /// Event writes per Certificate (part of [`Outcome::writes_per`]).
+    pub fn event_writes_per(&self, n: usize) -> f64 {
+        load::event_writes(&self.counts) as f64 / n as f64
+    }
+}
+
+impl Bench<'_> {
+    /// `n` Certificates `<prefix>-00000`… with keys as `key` asks, created at once, timed from
+    /// the first create until every one is Ready at revision 1 and every Secret exists.
+    pub async fn issue(&self, namespace: &str, issuer: &str, key: KeySpec) -> anyhow::Result<Outcome> {
+        let certificates = (0..self.n)
+            .map(|i| fleet::certificate(namespace, &format!("crt-{i:05}"), issuer, key))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let signed = self.ca.issued_count();
+        self.server.reset_counts();
+        let start = tokio::time::Instant::now();
+        fleet::create_all(self.client, namespace, &certificates, CLIENT_CONCURRENCY).await?;
+        eprintln!("  created {} Certificates in {:.2?}", self.n, start.elapsed());
+        let settled = self.settle(namespace, 1).await?;
+        let own = [(Verb::Create, "certificates", self.n as u64)];
+        Ok(self.outcome(
+            format!("issue {}", describe(key)),
+            start,
+            settled,
+            &own,
+            signed,
+            key,
+        ))
+    }
+
+    /// The Certificates of `before` renewed together: a manual trigger on each (as `cmctl
+    /// renew`), timed from the first trigger until every one is Ready at revision 2.
+    pub async fn renew(&self, namespace: &str, before: &Outcome, key: KeySpec) -> anyhow::Result<Outcome> {
+        let signed = self.ca.issued_count();
+        self.server.reset_counts();
+        let start = tokio::time::Instant::now();
+        fleet::trigger_all(
+            self.client,
+            namespace,
+            &before.certificates,
+            CLIENT_CONCURRENCY,
+        )
+        .await?;
+        eprintln!("  triggered {} renewals in {:.2?}", self.n, start.elapsed());
+        let settled = self.settle(namespace, 2).await?;
+        let own = [(Verb::Patch, "certificates/status", self.n as u64)];
+        let mut outcome = self.outcome(
+            format!("renew {} (manual trigger)", describe(key)),
+            start,
+            settled,
+            &own,
+            signed,
+            key,
+        );
+        let previous = &before.check.public_keys;
+        outcome.rotated = Some(
+            outcome
+                .check
+                .public_keys
+                .iter()
+                .filter(|(name, spki)| previous.get(*name).is_some_and(|p| p != *spki))
+                .count(),
+        );
+        Ok(outcome)
+    }
+
+    async fn settle(&self, namespace: &str, revision: i64) -> anyhow::Result<Settled> {
+        let wait = fleet::wait_all_ready(self.client, namespace, self.n, revision, POLL, WAIT);
+        match wait.await {
+            Ok(settled) => Ok(settled),
+            Err(err) => {
+                // The manager's log lives in a temporary directory: keep it for the post-mortem.
+                let path = std::env::temp_dir().join("bench-standalone-manager.log");
+                std::fs::write(&path, self.manager.log())?;
+                Err(err.context(format!("manager log in {}", path.display())))
+            }
+        }
+    }
+
+    fn outcome(
+        &self,
+        name: String,
+        start: tokio::time::Instant,
+        settled: Settled,
+        own: &[(Verb, &str, u64)],
+        signed_before: u64,
+        key: KeySpec,
+    ) -> Outcome {
+        let counts = self.server.counts();
+        let lists = [
+            (Verb::List, "certificates", settled.certificate_lists),
+            (Verb::List, "secrets", settled.secret_lists),
+        ];
+        let own: Vec<_> = own.iter().copied().chain(lists).collect();
+        let check = fleet::check_secrets(&settled.certificates, &settled.secrets, key);
+        Outcome {
+            name,
+            elapsed: settled.at - start,
+            counts: load::without(&counts, &own),
+            signed: self.ca.issued_count() - signed_before,
+            check,
+            rotated: None,
+            peak_kib: self.manager.peak_rss_kib().unwrap_or(0),
+            certificates: settled.certificates,
+        }
+    }
+}
+
+pub fn describe(key: KeySpec) -> String {
+    match key {
+        KeySpec::Rsa(bits) => format!("RSA-{bits}"),
+        KeySpec::Ecdsa(bits) => format!("ECDSA P-{bits}"),
+        KeySpec::Ed25519 => "Ed25519".into(),
+    }
+}
