@@ -266,6 +266,64 @@ async fn dependents_with_a_surviving_owner_stay() {
     cms.get("child").await.unwrap();
 }
 
+/// kube-apiserver's collector deletes an object written with owners that are all gone; an
+/// owner is gone when no object of its kind and name carries its uid (a Secret recreated under
+/// the same name is another owner). Owners that exist keep the object, whatever their kind.
+#[tokio::test]
+async fn objects_written_with_only_gone_owners_are_collected() {
+    let h = start().await;
+    let secrets: Api<Secret> = h.api();
+    let cms: Api<ConfigMap> = h.api();
+    let owner = secrets
+        .create(&PostParams::default(), &support::secret("owner", &[]))
+        .await
+        .unwrap();
+    let old_ref = owned_by(&owner);
+    secrets.delete("owner", &DeleteParams::default()).await.unwrap();
+    let again = secrets
+        .create(&PostParams::default(), &support::secret("owner", &[]))
+        .await
+        .unwrap();
+    let live = secrets
+        .create(&PostParams::default(), &support::secret("live", &[]))
+        .await
+        .unwrap();
+
+    // Created naming only the deleted owner (same name as a live Secret, another uid): collected.
+    let mut stale = config_map("stale", &[]);
+    stale.metadata.owner_references = Some(vec![old_ref.clone()]);
+    cms.create(&PostParams::default(), &stale).await.unwrap();
+    // Created with the recreated owner: stays, then patched to name only the gone one: collected.
+    let mut moved = config_map("moved", &[]);
+    moved.metadata.owner_references = Some(vec![owned_by(&again)]);
+    cms.create(&PostParams::default(), &moved).await.unwrap();
+    // One owner gone, one live: stays.
+    let mut kept = config_map("kept", &[]);
+    let mut second = owned_by(&live);
+    second.controller = None;
+    kept.metadata.owner_references = Some(vec![old_ref.clone(), second]);
+    cms.create(&PostParams::default(), &kept).await.unwrap();
+    cms.get("moved").await.unwrap();
+    let patch = json!({"metadata": {"ownerReferences": [old_ref]}});
+    cms.patch("moved", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+
+    let names = || async {
+        let mut names: Vec<String> = cms
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .map(|c| c.name_any())
+            .collect();
+        names.sort();
+        names
+    };
+    eventually(|| async { (names().await == ["kept"]).then_some(()) }).await;
+}
+
 #[tokio::test]
 async fn deleting_a_namespace_removes_its_contents() {
     let h = start().await;

@@ -145,7 +145,7 @@ impl Store {
         }
         // Only a delete removes owners; a write can only orphan the object it writes (an owner
         // that is already gone). A full pass per write made N writes cost O(N^2).
-        if !meta::owner_references(&obj).is_empty() {
+        if self.orphaned(&key, &obj) {
             self.collect_garbage();
         }
         Ok(obj)
@@ -300,10 +300,32 @@ impl Store {
         if is_crd(rt) {
             self.registry.register_crd(&committed)?;
         }
-        if !meta::owner_references(&committed).is_empty() {
+        if self.orphaned(key, &committed) {
             self.collect_garbage();
         }
         Ok(committed)
+    }
+
+    /// Whether the collector would delete `obj` (stored under `key`) now: it is not deleting
+    /// and every owner it names is gone. Each owner is looked up by kind, namespace and name
+    /// and must carry the referenced uid, as the real collector resolves owners; an owner of
+    /// a kind this server does not serve counts as present. Costs the owner lookups, not a
+    /// pass over the whole store, so writes of owned objects stay O(log N) each.
+    fn orphaned(&self, key: &ObjKey, obj: &Value) -> bool {
+        let refs = meta::owner_references(obj);
+        if refs.is_empty() || meta::is_deleting(obj) {
+            return false;
+        }
+        refs.iter().all(|r| {
+            let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+            let Some(rt) = self.registry.by_kind(field("apiVersion"), field("kind")) else {
+                return false;
+            };
+            let owner = ns_key(&rt, Some(&key.namespace), field("name"));
+            self.entries(&rt.storage)
+                .and_then(|m| m.get(&owner))
+                .is_none_or(|e| meta::uid(&e.obj) != Some(field("uid")))
+        })
     }
 }
 
