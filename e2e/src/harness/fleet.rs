@@ -112,13 +112,20 @@ pub async fn trigger_all(
 
 /// Whether `crt` is Ready at `revision` with no issuance under way.
 pub fn ready_at(crt: &Certificate, revision: i64) -> bool {
-    crt.has_true("Ready")
-        && !crt.has_true(ISSUING)
-        && crt.status.as_ref().and_then(|s| s.revision) == Some(revision)
+    ready_since(crt, revision) && revision_of(crt) == Some(revision)
 }
 
-/// Every Certificate of a namespace and every Secret once all `n` are [`ready_at`] `revision`
-/// and each Secret they name exists.
+/// Whether `crt` is Ready at `revision` or a later one, with no issuance under way.
+pub fn ready_since(crt: &Certificate, revision: i64) -> bool {
+    crt.has_true("Ready") && !crt.has_true(ISSUING) && revision_of(crt).is_some_and(|r| r >= revision)
+}
+
+pub fn revision_of(crt: &Certificate) -> Option<i64> {
+    crt.status.as_ref().and_then(|s| s.revision)
+}
+
+/// Every Certificate of a namespace and every Secret once all `n` are [`ready_since`]
+/// `revision` and each Secret they name exists.
 pub struct Settled {
     pub certificates: Vec<Certificate>,
     pub secrets: Vec<Secret>,
@@ -129,8 +136,9 @@ pub struct Settled {
     pub at: tokio::time::Instant,
 }
 
-/// Lists the namespace's Certificates every `poll` until all `n` are Ready at `revision`, then
-/// its Secrets, until each Certificate's Secret is there.
+/// Lists the namespace's Certificates every `poll` until all `n` are Ready at `revision` (or
+/// later: a spurious re-issuance must show in the figures, not hang the wait), then its
+/// Secrets, until each Certificate's Secret is there.
 pub async fn wait_all_ready(
     client: &Client,
     namespace: &str,
@@ -146,7 +154,7 @@ pub async fn wait_all_ready(
     loop {
         certificate_lists += 1;
         let listed = certificates.list(&ListParams::default()).await?.items;
-        let ready = listed.iter().filter(|c| ready_at(c, revision)).count();
+        let ready = listed.iter().filter(|c| ready_since(c, revision)).count();
         if ready >= n {
             secret_lists += 1;
             let present = secrets.list(&ListParams::default()).await?.items;
@@ -164,7 +172,7 @@ pub async fn wait_all_ready(
         if tokio::time::Instant::now() >= deadline {
             let example = listed
                 .iter()
-                .find(|c| !ready_at(c, revision))
+                .find(|c| !ready_since(c, revision))
                 .map(|c| (c.metadata.name.clone(), c.status.clone()));
             anyhow::bail!(
                 "timed out after {timeout:?}: {ready} of {n} Certificates Ready at revision \

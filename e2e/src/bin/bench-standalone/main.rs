@@ -150,7 +150,9 @@ async fn main() -> anyhow::Result<()> {
     report(s, &phases, [idle, idle_secrets, after, peak]);
     let incorrect: Vec<&str> = phases
         .iter()
-        .filter(|p| p.signed != s.n as u64 || p.check.mismatched > 0 || p.check.wrong_key > 0)
+        .filter(|p| {
+            p.signed != s.n as u64 || p.reissued > 0 || p.check.mismatched > 0 || p.check.wrong_key > 0
+        })
         .map(|p| p.name.as_str())
         .collect();
     anyhow::ensure!(incorrect.is_empty(), "incorrect issuance in {incorrect:?} (see above)");
@@ -237,9 +239,11 @@ fn report(s: &Settings, phases: &[Outcome], rss: [u64; 4]) {
         mib(idle), s.secrets, s.secret_size, mib(idle_secrets), mib(after), mib(peak));
     for p in phases {
         println!(
-            "\n{}: {} signed by the CA, {} Secrets not matching their key, {} with the wrong key type{}",
+            "\n{}: {} signed by the CA, {} Certificates issued more than once, {} Secrets not \
+             matching their key, {} with the wrong key type{}",
             p.name,
             p.signed,
+            p.reissued,
             p.check.mismatched,
             p.check.wrong_key,
             p.rotated

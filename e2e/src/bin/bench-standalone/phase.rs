@@ -38,6 +38,8 @@ pub struct Outcome {
     pub check: SecretCheck,
     /// Renewals only: Certificates whose Secret holds a new key.
     pub rotated: Option<usize>,
+    /// Certificates issued more than once in the phase (Ready at a later revision).
+    pub reissued: usize,
     /// The manager's VmHWM when the phase ended.
     pub peak_kib: u64,
     /// The Certificates as they ended the phase.
@@ -84,7 +86,7 @@ impl Bench<'_> {
             settled,
             &own,
             signed,
-            key,
+            (key, 1),
         ))
     }
 
@@ -110,7 +112,7 @@ impl Bench<'_> {
             settled,
             &own,
             signed,
-            key,
+            (key, 2),
         );
         let previous = &before.check.public_keys;
         outcome.rotated = Some(
@@ -144,7 +146,7 @@ impl Bench<'_> {
         settled: Settled,
         own: &[(Verb, &str, u64)],
         signed_before: u64,
-        key: KeySpec,
+        (key, revision): (KeySpec, i64),
     ) -> Outcome {
         let counts = self.server.counts();
         let lists = [
@@ -153,6 +155,11 @@ impl Bench<'_> {
         ];
         let own: Vec<_> = own.iter().copied().chain(lists).collect();
         let check = fleet::check_secrets(&settled.certificates, &settled.secrets, key);
+        let reissued = settled
+            .certificates
+            .iter()
+            .filter(|c| fleet::revision_of(c) > Some(revision))
+            .count();
         Outcome {
             name,
             elapsed: settled.at - start,
@@ -160,6 +167,7 @@ impl Bench<'_> {
             signed: self.ca.issued_count() - signed_before,
             check,
             rotated: None,
+            reissued,
             peak_kib: self.manager.peak_rss_kib().unwrap_or(0),
             certificates: settled.certificates,
         }
