@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo build --quiet -p cfssl-issuer --bin cfssl-issuer -p e2e --bin demo
-exec target/debug/demo "$@"
+exec "${CARGO_TARGET_DIR:-target}/debug/demo" "$@"

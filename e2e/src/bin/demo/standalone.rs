@@ -39,7 +39,7 @@ pub async fn show(client: &kube::Client, kubeconfig: &Path, applied: &[Applied])
     }
     kubectl(kubeconfig, &["get", "certificates", "-A", "-o", "wide"]);
 
-    let Some(id) = certificates.first() else {
+    let Some(id) = certificates.first().filter(|_| all_good) else {
         return Ok(all_good);
     };
     let api = api(client, id)?;
@@ -52,14 +52,23 @@ pub async fn show(client: &kube::Client, kubeconfig: &Path, applied: &[Applied])
         id.display(),
         renewal.map(|t| t.0.to_string()).unwrap_or_else(|| "none".into())
     );
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns(id)?);
+    let old = secrets.get(&before.spec.secret_name).await?;
     fleet::manual_trigger(&api, &before).await?;
     let after = wait_revision(&api, &id.name, 2).await?;
     all_good &= fleet::ready_at(&after, 2);
     print_certificate(&after);
-    let secret = Api::<Secret>::namespaced(client.clone(), ns(id)?)
-        .get(&after.spec.secret_name)
-        .await?;
+    let secret = secrets.get(&after.spec.secret_name).await?;
     print_secret(&secret)?;
+    let key = |s: &Secret| s.data.as_ref().and_then(|d| d.get("tls.key")).map(|k| k.0.clone());
+    println!(
+        "      renewed:  a new certificate{} (rotationPolicy defaults to Always)",
+        if key(&old) != key(&secret) {
+            " for a new private key"
+        } else {
+            " for the SAME private key"
+        }
+    );
     kubectl(
         kubeconfig,
         &["get", "certificaterequests", "-n", ns(id)?, "-o", "wide"],
@@ -125,7 +134,19 @@ fn print_secret(secret: &Secret) -> anyhow::Result<()> {
     let block = ::pem::parse(chain)?;
     let (_, leaf) = x509_parser::parse_x509_certificate(block.contents())?;
     let validity = leaf.validity();
-    println!("      subject:  {}", leaf.subject());
+    let subject = leaf.subject().to_string();
+    let sans: Vec<String> = leaf
+        .subject_alternative_name()
+        .ok()
+        .flatten()
+        .map(|ext| ext.value.general_names.iter().map(|n| n.to_string()).collect())
+        .unwrap_or_default();
+    if subject.is_empty() {
+        println!("      subject:  (empty: the Certificate names no commonName)");
+    } else {
+        println!("      subject:  {subject}");
+    }
+    println!("      SANs:     {}", sans.join(", "));
     println!("      issuer:   {}", leaf.issuer());
     println!("      serial:   {}", leaf.raw_serial_as_string());
     println!(
