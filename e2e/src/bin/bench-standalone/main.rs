@@ -94,7 +94,15 @@ async fn main() -> anyhow::Result<()> {
     first.terminate(Duration::from_secs(10)).await?;
     let unrelated = cluster.namespace("unrelated").await?;
     let start = tokio::time::Instant::now();
-    load::create_secrets(&cluster.client, &unrelated, "unrelated", s.secrets, s.secret_size, 32).await?;
+    load::create_secrets(
+        &cluster.client,
+        &unrelated,
+        "unrelated",
+        s.secrets,
+        s.secret_size,
+        32,
+    )
+    .await?;
     eprintln!(
         "created {} unrelated Secrets of {} bytes in {:.2?}",
         s.secrets,
@@ -155,7 +163,10 @@ async fn main() -> anyhow::Result<()> {
         })
         .map(|p| p.name.as_str())
         .collect();
-    anyhow::ensure!(incorrect.is_empty(), "incorrect issuance in {incorrect:?} (see above)");
+    anyhow::ensure!(
+        incorrect.is_empty(),
+        "incorrect issuance in {incorrect:?} (see above)"
+    );
     Ok(())
 }
 
@@ -235,8 +246,15 @@ fn report(s: &Settings, phases: &[Outcome], rss: [u64; 4]) {
         format!("<= {TARGET_PEAK_MIB:.0}"),
         mib(peak) <= TARGET_PEAK_MIB,
     );
-    println!("\nmanager RSS (MiB): idle {:.1}; idle with {} unrelated Secrets of {} bytes {:.1}; after the phases {:.1}; peak {:.1}",
-        mib(idle), s.secrets, s.secret_size, mib(idle_secrets), mib(after), mib(peak));
+    println!(
+        "\nmanager RSS (MiB): idle {:.1}; idle with {} unrelated Secrets of {} bytes {:.1}; after the phases {:.1}; peak {:.1}",
+        mib(idle),
+        s.secrets,
+        s.secret_size,
+        mib(idle_secrets),
+        mib(after),
+        mib(peak)
+    );
     for p in phases {
         println!(
             "\n{}: {} signed by the CA, {} Certificates issued more than once, {} Secrets not \
@@ -254,6 +272,9 @@ fn report(s: &Settings, phases: &[Outcome], rss: [u64; 4]) {
             "API requests by the manager per Certificate ({:.2} in all):",
             p.counts.total() as f64 / n as f64
         );
-        print!("{}", load::per_request_table(&p.counts, n as u64).replace("/request", "/Cert"));
+        print!(
+            "{}",
+            load::per_request_table(&p.counts, n as u64).replace("/request", "/Cert")
+        );
     }
 }

@@ -53,10 +53,16 @@ impl Outcome {
 
     /// Writes of any kind (create, update, patch, delete) per Certificate.
     pub fn writes_per(&self, n: usize) -> f64 {
-        let writes: u64 = [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete, Verb::DeleteCollection]
-            .into_iter()
-            .map(|v| self.counts.verb_total(v))
-            .sum();
+        let writes: u64 = [
+            Verb::Create,
+            Verb::Update,
+            Verb::Patch,
+            Verb::Delete,
+            Verb::DeleteCollection,
+        ]
+        .into_iter()
+        .map(|v| self.counts.verb_total(v))
+        .sum();
         writes as f64 / n as f64
     }
 
@@ -96,13 +102,7 @@ impl Bench<'_> {
         let signed = self.ca.issued_count();
         self.server.reset_counts();
         let start = tokio::time::Instant::now();
-        fleet::trigger_all(
-            self.client,
-            namespace,
-            &before.certificates,
-            CLIENT_CONCURRENCY,
-        )
-        .await?;
+        fleet::trigger_all(self.client, namespace, &before.certificates, CLIENT_CONCURRENCY).await?;
         eprintln!("  triggered {} renewals in {:.2?}", self.n, start.elapsed());
         let settled = self.settle(namespace, 2).await?;
         let own = [(Verb::Patch, "certificates/status", self.n as u64)];

@@ -60,7 +60,12 @@ pub async fn show(client: &kube::Client, kubeconfig: &Path, applied: &[Applied])
     print_certificate(&after);
     let secret = secrets.get(&after.spec.secret_name).await?;
     print_secret(&secret)?;
-    let key = |s: &Secret| s.data.as_ref().and_then(|d| d.get("tls.key")).map(|k| k.0.clone());
+    let key = |s: &Secret| {
+        s.data
+            .as_ref()
+            .and_then(|d| d.get("tls.key"))
+            .map(|k| k.0.clone())
+    };
     println!(
         "      renewed:  a new certificate{} (rotationPolicy defaults to Always)",
         if key(&old) != key(&secret) {
@@ -139,7 +144,7 @@ fn print_secret(secret: &Secret) -> anyhow::Result<()> {
         .subject_alternative_name()
         .ok()
         .flatten()
-        .map(|ext| ext.value.general_names.iter().map(|n| n.to_string()).collect())
+        .map(|ext| ext.value.general_names.iter().map(general_name).collect())
         .unwrap_or_default();
     if subject.is_empty() {
         println!("      subject:  (empty: the Certificate names no commonName)");
@@ -167,6 +172,14 @@ fn print_secret(secret: &Secret) -> anyhow::Result<()> {
     );
     anyhow::ensure!(matches, "tls.key does not match tls.crt");
     Ok(())
+}
+
+fn general_name(name: &x509_parser::extensions::GeneralName) -> String {
+    use x509_parser::extensions::GeneralName;
+    match name {
+        GeneralName::DNSName(dns) => dns.to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// Runs kubectl against the demo's API server and prints what it prints, as a user would see it.
