@@ -56,11 +56,12 @@ demo: ## Show it working with no cluster: API server, simple-cfssl, manager, con
 	./scripts/demo.sh
 
 .PHONY: bench
-bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, end to end (release)
+bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, end to end and standalone mode (release)
 	$(CARGO) bench --bench cfssl_sign
 	$(CARGO) bench --bench reconcile
 	$(CARGO) build --release -p cfssl-issuer --bin cfssl-issuer
 	$(CARGO) run --release -p e2e --bin bench
+	$(CARGO) run --release -p e2e --bin bench-standalone
 
 ##@ Images (need a Docker engine)
 
