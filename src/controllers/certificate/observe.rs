@@ -128,18 +128,6 @@ pub async fn live_secret(
         .map_err(Error::api("reading Secret", format!("{namespace}/{name}")))
 }
 
-/// The Certificate as the API server has it now; `None` once it is gone.
-pub async fn live_certificate(
-    ctx: &CertificateContext,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Certificate>, Error> {
-    Api::<Certificate>::namespaced(ctx.shared.client.clone(), namespace)
-        .get_opt(name)
-        .await
-        .map_err(Error::api("reading Certificate", format!("{namespace}/{name}")))
-}
-
 /// The target Secret (`spec.secretName`).
 pub async fn target_secret(ctx: &CertificateContext, crt: &Certificate) -> Result<Option<Secret>, Error> {
     secret_named(ctx, crt, &crt.spec.secret_name).await

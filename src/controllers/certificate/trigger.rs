@@ -142,22 +142,11 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let secret = observe::target_secret(&ctx, &crt).await?;
     let mut facts = facts(&ctx, &crt, secret, &requests);
     let mut plan = decide(&facts);
-    let mut crt = crt;
     if plan.status.is_some() {
         // About to issue: decide again on the Secret as the API server has it now, so a cache
-        // that has not seen the last issuance's Secret yet cannot start another; then on the
-        // Certificate read after it, so a cached status older than that Secret (revision and
-        // current request from before the issuance that wrote it) cannot either. In that
-        // order, a Secret from an issuance comes with a status at least as new as it.
-        let namespace = crt.namespace().unwrap_or_default();
-        let live = observe::live_secret(&ctx, &namespace, &crt.spec.secret_name).await?;
-        let Some(current) = observe::live_certificate(&ctx, &namespace, &crt.name_any()).await? else {
-            return Ok(Action::await_change());
-        };
-        crt = Arc::new(current);
-        if !acts_on(&crt) {
-            return Ok(Action::await_change());
-        }
+        // that has not seen the last issuance's Secret yet cannot start another.
+        let live =
+            observe::live_secret(&ctx, &crt.namespace().unwrap_or_default(), &crt.spec.secret_name).await?;
         facts = self::facts(&ctx, &crt, live, &requests);
         plan = decide(&facts);
     }
