@@ -145,7 +145,7 @@ pub fn chain_input(
         .status
         .as_ref()
         .and_then(|s| s.revision)
-        .and_then(|r| for_revision(requests, r));
+        .and_then(|r| current_request(requests, r, secret.as_ref()));
     Input {
         certificate: crt.clone(),
         secret,
@@ -153,6 +153,31 @@ pub fn chain_input(
         next_request: for_revision(requests, revision + 1),
         now,
     }
+}
+
+/// The request of the current revision: the one whose certificate the Secret holds when more
+/// than one was made for it (a replaced request the cache still shows must not read as the
+/// current one, or the trigger would see its key differ from the Secret's and issue again).
+pub fn current_request(
+    requests: &[Arc<CertificateRequest>],
+    revision: i64,
+    secret: Option<&Secret>,
+) -> Option<CertificateRequest> {
+    let in_secret = secret
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
+        .map(|b| b.0.as_slice());
+    let mut candidates = requests.iter().filter(|cr| revision_of(cr) == Some(revision));
+    let first = candidates.clone().next();
+    let holding = candidates.find(|cr| {
+        let issued = cr
+            .status
+            .as_ref()
+            .and_then(|s| s.certificate.as_ref())
+            .map(|b| b.0.as_slice());
+        issued.is_some() && issued == in_secret
+    });
+    holding.or(first).map(|cr| (**cr).clone())
 }
 
 /// `Kind namespace/name` of a Certificate, for logs and errors.

@@ -218,3 +218,58 @@ fn secret_ownership_table() {
         assert_eq!(owns_secret(crt, &all, secret), owns, "{name} {secret:?}");
     }
 }
+
+/// Two requests for the current revision (one replaced, still in the cache): the current one
+/// is the request whose certificate the Secret holds, so the trigger does not issue again.
+#[test]
+fn the_current_request_is_the_one_the_secret_holds() {
+    use crate::certificates::keys::{annotation, data};
+    use crate::pki::keys::KeySpec;
+    let input = fixtures::input();
+    let revision = |mut cr: crate::api::certmanager::CertificateRequest, name: &str| {
+        cr.metadata.name = Some(name.into());
+        cr.metadata.annotations =
+            Some([(annotation::CERTIFICATE_REVISION.to_string(), "1".to_string())].into());
+        cr
+    };
+    let replaced = revision(
+        fixtures::request_for(&input.certificate.spec, fixtures::key(KeySpec::Ecdsa(256), true)),
+        "old",
+    );
+    let mut current = revision(input.current_request.clone().expect("a request"), "new");
+    let held = input
+        .secret
+        .as_ref()
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get(data::TLS_CRT))
+        .cloned();
+    current.status = Some(crate::api::certmanager::CertificateRequestStatus {
+        certificate: held,
+        ..Default::default()
+    });
+    let crt = with_status(input.certificate.clone(), |s| s.revision = Some(1));
+    let requests = vec![Arc::new(replaced), Arc::new(current)];
+    let chosen = crate::controllers::certificate::observe::chain_input(
+        &crt,
+        input.secret.clone(),
+        &requests,
+        input.now,
+    );
+    assert_eq!(
+        chosen.current_request.clone().and_then(|cr| cr.metadata.name),
+        Some("new".to_string())
+    );
+    let facts = Facts {
+        input: chosen,
+        owns_secret: true,
+        backoff: (HOUR, 32 * HOUR),
+    };
+    assert_eq!(decide(&facts).status, None, "nothing to issue");
+    let without_secret =
+        crate::controllers::certificate::observe::chain_input(&crt, None, &requests, input.now);
+    assert_eq!(
+        without_secret.current_request.and_then(|cr| cr.metadata.name),
+        Some("old".to_string()),
+        "no Secret: the first"
+    );
+}
