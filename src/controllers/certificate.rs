@@ -37,6 +37,7 @@ use super::backoff::Backoff;
 use super::context::Shared;
 use super::default_backoff;
 use super::events::Events;
+use super::wiring::SecretIndex;
 use crate::api::certmanager::{Certificate, CertificateRequest};
 
 /// What standalone mode was started with (`manager::standalone::StandaloneArgs`).
@@ -64,6 +65,8 @@ pub struct CertificateContext {
     pub requests: Store<CertificateRequest>,
     /// Secrets labelled `controller.cert-manager.io/fao=true`, whole (data and managedFields).
     pub secrets: Store<Secret>,
+    /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
+    pub secret_names: SecretIndex,
     pub events: Events,
     backoff: Backoff<String>,
 }
@@ -81,6 +84,7 @@ impl CertificateContext {
             certificates,
             requests,
             secrets,
+            secret_names: SecretIndex::default(),
             backoff: default_backoff(),
         }
     }

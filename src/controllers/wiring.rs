@@ -56,10 +56,63 @@ where
     }
 }
 
-/// Fans the one Secret metadata watch out to the controllers that trigger on Secrets.
+/// Fans the one Secret metadata watch out to the controllers that trigger on Secrets, and
+/// keeps the names of the Secrets that exist ([`SecretIndex`]).
 #[derive(Default)]
 pub struct SecretFeed {
     subscribers: Vec<mpsc::Sender<Arc<SecretMeta>>>,
+    index: SecretIndex,
+}
+
+/// Which Secrets exist, by namespace and name, from the metadata watch: lets a controller skip
+/// a live GET of a Secret that is not there. Says nothing until the first list is complete.
+#[derive(Clone, Default)]
+pub struct SecretIndex(Arc<std::sync::RwLock<IndexState>>);
+
+#[derive(Default)]
+struct IndexState {
+    synced: bool,
+    names: std::collections::HashSet<(String, String)>,
+    relisting: Option<std::collections::HashSet<(String, String)>>,
+}
+
+impl SecretIndex {
+    /// Whether the watch has listed every Secret and `namespace/name` is not among them.
+    pub fn surely_absent(&self, namespace: &str, name: &str) -> bool {
+        let state = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.synced && !state.names.contains(&(namespace.to_string(), name.to_string()))
+    }
+
+    fn apply(&self, event: &watcher::Event<SecretMeta>) {
+        let key = |s: &SecretMeta| {
+            (
+                s.metadata.namespace.clone().unwrap_or_default(),
+                s.metadata.name.clone().unwrap_or_default(),
+            )
+        };
+        let mut state = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match event {
+            watcher::Event::Apply(s) => {
+                state.names.insert(key(s));
+            }
+            watcher::Event::Delete(s) => {
+                state.names.remove(&key(s));
+            }
+            watcher::Event::Init => state.relisting = Some(std::collections::HashSet::new()),
+            watcher::Event::InitApply(s) => {
+                state.names.insert(key(s));
+                if let Some(fresh) = state.relisting.as_mut() {
+                    fresh.insert(key(s));
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(fresh) = state.relisting.take() {
+                    state.names = fresh;
+                }
+                state.synced = true;
+            }
+        }
+    }
 }
 
 impl SecretFeed {
@@ -69,26 +122,41 @@ impl SecretFeed {
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|s| (s, rx)) })
     }
 
+    /// The names of the Secrets that exist, as this feed sees them.
+    pub fn index(&self) -> SecretIndex {
+        self.index.clone()
+    }
+
     /// Watches Secret metadata until the process ends, passing each change on.
     pub async fn run(self, client: kube::Client) {
         let api = Api::<SecretMeta>::all(client);
         let subscribers = Arc::new(self.subscribers);
+        let index = self.index;
         watcher(api, watcher::Config::default())
             .default_backoff()
             .modify(|secret| {
                 secret.metadata.managed_fields = None;
                 secret.metadata.annotations = None;
             })
-            .touched_objects()
-            .for_each(|secret| {
+            .for_each(|event| {
                 let subscribers = subscribers.clone();
+                let Ok(event) = event else {
+                    return future::ready(()).boxed();
+                };
+                index.apply(&event);
+                let touched = match event {
+                    watcher::Event::Apply(s) | watcher::Event::InitApply(s) | watcher::Event::Delete(s) => {
+                        Some(Arc::new(s))
+                    }
+                    watcher::Event::Init | watcher::Event::InitDone => None,
+                };
                 async move {
-                    let Ok(secret) = secret else { return };
-                    let secret = Arc::new(secret);
+                    let Some(secret) = touched else { return };
                     for tx in subscribers.iter() {
                         let _ = tx.send(secret.clone()).await;
                     }
                 }
+                .boxed()
             })
             .await;
     }
@@ -177,4 +245,39 @@ where
             .try_filter_map(move |event| future::ready(Ok(filter(event))))
             .reflect_shared(writer),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(name: &str) -> SecretMeta {
+        let mut secret = SecretMeta::default();
+        secret.metadata.namespace = Some("ns".into());
+        secret.metadata.name = Some(name.into());
+        secret
+    }
+
+    /// The index says "absent" only once a whole list has been seen, follows adds and deletes,
+    /// and a relist forgets Secrets deleted while the watch was away.
+    #[test]
+    fn secret_index_sequence() {
+        let index = SecretIndex::default();
+        let absent = |name: &str| index.surely_absent("ns", name);
+        let steps: Vec<(watcher::Event<SecretMeta>, [bool; 2])> = vec![
+            (watcher::Event::Init, [false, false]),
+            (watcher::Event::InitApply(meta("a")), [false, false]),
+            (watcher::Event::InitDone, [false, true]),
+            (watcher::Event::Apply(meta("b")), [false, false]),
+            (watcher::Event::Delete(meta("a")), [true, false]),
+            (watcher::Event::Apply(meta("a")), [false, false]),
+            (watcher::Event::Init, [false, false]),
+            (watcher::Event::InitApply(meta("b")), [false, false]),
+            (watcher::Event::InitDone, [true, false]),
+        ];
+        for (i, (event, want)) in steps.into_iter().enumerate() {
+            index.apply(&event);
+            assert_eq!([absent("a"), absent("b")], want, "step {i}");
+        }
+    }
 }

@@ -103,7 +103,8 @@ pub fn next_key(
 }
 
 /// The Secret named `name` in `crt`'s namespace: from the cache of labelled Secrets, else read
-/// live (a Secret the user made, not labelled yet); `None` when it does not exist.
+/// live (a Secret the user made, not labelled yet) unless the metadata watch says it does not
+/// exist; `None` when it does not.
 pub async fn secret_named(
     ctx: &CertificateContext,
     crt: &Certificate,
@@ -112,6 +113,9 @@ pub async fn secret_named(
     let namespace = crt.namespace().unwrap_or_default();
     if let Some(secret) = ctx.secrets.get(&ObjectRef::new(name).within(&namespace)) {
         return Ok(Some((*secret).clone()));
+    }
+    if ctx.secret_names.surely_absent(&namespace, name) {
+        return Ok(None);
     }
     live_secret(ctx, &namespace, name).await
 }

@@ -50,7 +50,9 @@ pub fn controllers(
         watches.secrets.store.clone(),
     );
     let approve = settings.approve_own_requests;
-    let ctx = Arc::new(CertificateContext::new(shared, settings, stores));
+    let mut ctx = CertificateContext::new(shared, settings, stores);
+    ctx.secret_names = wiring.secrets.index();
+    let ctx = Arc::new(ctx);
     let lifecycle: [(Reconcile, OnError); 6] = [
         (|c, x| trigger::reconcile(c, x).boxed(), trigger::on_error),
         (|c, x| keymanager::reconcile(c, x).boxed(), keymanager::on_error),
