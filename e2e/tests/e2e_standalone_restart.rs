@@ -45,15 +45,15 @@ async fn sample(client: kube::Client, ns: String, stop: Arc<AtomicBool>) -> anyh
         for secret in secrets.list(&next_key).await?.items {
             *per_owner.entry(owner(&secret.metadata)).or_default() += 1;
         }
-        if let Some((key, n)) = per_revision.into_iter().max_by_key(|(_, n)| *n) {
-            if n > peaks.requests.0 {
-                peaks.requests = (n, format!("{key:?}"));
-            }
+        if let Some((key, n)) = per_revision.into_iter().max_by_key(|(_, n)| *n)
+            && n > peaks.requests.0
+        {
+            peaks.requests = (n, format!("{key:?}"));
         }
-        if let Some((key, n)) = per_owner.into_iter().max_by_key(|(_, n)| *n) {
-            if n > peaks.next_keys.0 {
-                peaks.next_keys = (n, key);
-            }
+        if let Some((key, n)) = per_owner.into_iter().max_by_key(|(_, n)| *n)
+            && n > peaks.next_keys.0
+        {
+            peaks.next_keys = (n, key);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -285,7 +285,50 @@ impl Env {
             },
         )
         .await;
+        let result = match result {
+            Ok(crt) => Ok(crt),
+            Err(err) => Err(err.context(self.describe(name).await)),
+        };
         self.with_manager_log(result)
+    }
+
+    /// What a failed wait shows: the Certificate's status, its requests' conditions and its
+    /// next-key Secrets.
+    pub async fn describe(&self, name: &str) -> String {
+        let status = match self.certificates().get(name).await {
+            Ok(crt) => serde_json::to_string_pretty(&crt.status).unwrap_or_default(),
+            Err(err) => err.to_string(),
+        };
+        let requests: Vec<String> = self
+            .requests_of(name)
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|cr| {
+                let conditions = cr
+                    .status
+                    .as_ref()
+                    .map(|s| s.conditions.clone())
+                    .unwrap_or_default();
+                format!(
+                    "{:?} revision {:?}: {}",
+                    cr.metadata.name,
+                    revision_of(cr),
+                    serde_json::to_string(&conditions).unwrap_or_default()
+                )
+            })
+            .collect();
+        let keys: Vec<Option<String>> = self
+            .next_key_secrets(name)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.metadata.name)
+            .collect();
+        format!(
+            "{name} status: {status}\nrequests:\n{}\nnext-key Secrets: {keys:?}",
+            requests.join("\n")
+        )
     }
 
     /// Kills the manager (SIGKILL) and starts a new one, keeping the old one's log.
