@@ -14,6 +14,10 @@ use standalone::{Env, revision_of};
 
 const WAIT: Duration = Duration::from_secs(30);
 
+/// The reason `objects::decide` denies with: as in cert-manager, `Issuing=False` takes the
+/// reason and message of the request's `Denied` condition.
+const DENIED_REASON: &str = "e2e.denied";
+
 /// `(failedIssuanceAttempts, lastFailureTime)` of a Certificate.
 fn failures(crt: &Certificate) -> (i64, Option<Timestamp>) {
     let status = crt.status.as_ref();
@@ -105,7 +109,7 @@ async fn a_denied_request_stays_failed_until_the_spec_changes() -> anyhow::Resul
     let first = wait_request(&env, "denied", None).await?;
     objects::decide(env.client(), &env.ns, &first, false).await?;
     let failed = env
-        .wait_condition("denied", "Issuing", "False", Some("Denied"), WAIT)
+        .wait_condition("denied", "Issuing", "False", Some(DENIED_REASON), WAIT)
         .await;
     let failed = env.with_manager_log(failed)?;
     assert_eq!(failures(&failed).0, 1);
@@ -116,7 +120,11 @@ async fn a_denied_request_stays_failed_until_the_spec_changes() -> anyhow::Resul
     let issuing = crt.condition("Issuing").expect("Issuing");
     assert_eq!(
         (issuing.status.as_str(), issuing.reason.as_str()),
-        ("False", "Denied")
+        ("False", DENIED_REASON)
+    );
+    assert_eq!(
+        issuing.message,
+        "The certificate request has failed to complete and will be retried: Denied by the e2e suite"
     );
     assert_eq!(failures(&crt).0, 1);
     let requests = env.requests_of("denied").await?;

@@ -269,8 +269,9 @@ async fn keystores_open_with_openssl_and_keytool() -> anyhow::Result<()> {
         assert_eq!(
             later.metadata.resource_version,
             secret.metadata.resource_version,
-            "the Secret was written again; its managedFields: {}",
-            serde_json::to_string(&later.metadata.managed_fields)?
+            "the Secret was written again; its managedFields: {}; Events: {:?}",
+            serde_json::to_string(&later.metadata.managed_fields)?,
+            env.events_of("ks").await?
         );
     } else {
         eprintln!("the server returns no managedFields: the no-rewrite check is not made");
