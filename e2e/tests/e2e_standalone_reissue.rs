@@ -261,21 +261,15 @@ async fn keystores_open_with_openssl_and_keytool() -> anyhow::Result<()> {
     env.wait_revision("ks", 1, WAIT).await?;
     let secret = env.secret("ks-tls").await?;
     // Written once: PKCS#12 encodes with a random salt, so a needless re-apply would show.
-    // The Secret checks read managedFields; until the in-process server returns them (as
-    // kube-apiserver does) every look finds the Secret "not ours" and re-applies it.
     tokio::time::sleep(QUIET).await;
     let later = env.secret("ks-tls").await?;
-    if later.metadata.managed_fields.is_some() {
-        assert_eq!(
-            later.metadata.resource_version,
-            secret.metadata.resource_version,
-            "the Secret was written again; its managedFields: {}; Events: {:?}",
-            serde_json::to_string(&later.metadata.managed_fields)?,
-            env.events_of("ks").await?
-        );
-    } else {
-        eprintln!("the server returns no managedFields: the no-rewrite check is not made");
-    }
+    assert_eq!(
+        later.metadata.resource_version,
+        secret.metadata.resource_version,
+        "the Secret was written again; its managedFields: {}; Events: {:?}",
+        serde_json::to_string(&later.metadata.managed_fields)?,
+        env.events_of("ks").await?
+    );
     let keys: Vec<&String> = secret.data.as_ref().expect("data").keys().collect();
     // The issuer asks for no bundle, so the request carries no CA: no `ca.crt`, and (as in
     // cert-manager) no truststores.
