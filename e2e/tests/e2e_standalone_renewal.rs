@@ -89,7 +89,15 @@ async fn renews_at_the_renewal_time_new_key_with_always_same_key_with_never() ->
             "always" => assert_ne!(public_key_of(&key_before)?, public_key_of(&key_after)?),
             _ => assert_eq!(key_before, key_after, "Never keeps the key, byte for byte"),
         }
-        assert!(times(&renewed).1 > times(&crt).1, "{name}: a later notAfter");
+        // Readiness writes the new times just after the issuing controller the revision.
+        let api = env.certificates();
+        let later = e2e::harness::eventually(WAIT, &format!("{name}: a later notAfter"), || async {
+            let now = api.get(&name).await.ok()?;
+            (times(&now).1 > times(&crt).1).then_some(now)
+        })
+        .await?;
+        assert_eq!(later.status.as_ref().and_then(|s| s.revision), Some(2));
+        assert_eq!(renewed.status.as_ref().and_then(|s| s.revision), Some(2));
     }
     env.assert_api_hygiene();
     Ok(())
