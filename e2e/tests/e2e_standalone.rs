@@ -41,5 +41,6 @@ async fn a_certificate_becomes_a_ready_secret() -> anyhow::Result<()> {
     let status = crt.status.expect("status");
     assert_eq!(status.revision, Some(1));
     assert!(status.not_after.is_some() && status.renewal_time.is_some());
+    env.assert_api_hygiene();
     Ok(())
 }

@@ -139,6 +139,10 @@ pub struct Profile {
     /// multirootca has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub additional_data: Option<String>,
+    /// cfssl's `backdate`: a Go duration subtracted from the rounded signing minute to give
+    /// `notBefore`. Absent or zero means cfssl's default of five minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backdate: Option<String>,
 }
 
 fn default_listen() -> String {
@@ -161,7 +165,14 @@ impl Profile {
             usages: usages.iter().map(|u| u.to_string()).collect(),
             auth_key: auth_key.map(str::to_string),
             additional_data: None,
+            backdate: None,
         }
+    }
+
+    /// The same profile with cfssl's `backdate` set (a Go duration).
+    pub fn with_backdate(mut self, backdate: &str) -> Profile {
+        self.backdate = Some(backdate.into());
+        self
     }
 }
 
@@ -186,6 +197,10 @@ impl Config {
                 ),
                 Profile::new("server", "720h", &server, key),
                 Profile::new("server-short", "600s", &server, key),
+                // Renews within about a minute: `notBefore` is the rounded minute less 31 s (so
+                // in the past whatever the rounding, which moves it up to 30 s either way), and
+                // two thirds of 105 s later comes the renewal, 9 to 69 s after signing.
+                Profile::new("renewing", "105s", &server, key).with_backdate("31s"),
                 Profile::new(
                     "client",
                     "720h",
@@ -289,6 +304,8 @@ pub enum ConfigError {
     NoDefaultProfile,
     #[error("profile {profile:?}: expiry {expiry:?} is not a positive Go duration")]
     Expiry { profile: String, expiry: String },
+    #[error("profile {profile:?}: backdate {backdate:?} is not a Go duration")]
+    Backdate { profile: String, backdate: String },
     #[error("profile {profile:?}: unknown usage {usage:?}")]
     Usage { profile: String, usage: String },
     /// The key itself is never echoed.
@@ -338,6 +355,8 @@ pub struct ProfilePolicy {
     /// As configured, for `/info`.
     pub(crate) expiry_text: String,
     pub(crate) expiry: Duration,
+    /// How far `notBefore` lies before the rounded signing minute.
+    pub(crate) backdate: Duration,
     pub(crate) usage_names: Vec<String>,
     pub(crate) key_usages: Vec<KeyUsagePurpose>,
     pub(crate) extended_key_usages: Vec<ExtendedKeyUsagePurpose>,
@@ -352,6 +371,7 @@ impl ProfilePolicy {
                 profile: profile.name.clone(),
                 expiry: profile.expiry.clone(),
             })?;
+        let backdate = backdate_of(profile)?;
         let mut key_usages = Vec::new();
         let mut extended_key_usages = Vec::new();
         for usage in &profile.usages {
@@ -378,12 +398,32 @@ impl ProfilePolicy {
         Ok(ProfilePolicy {
             expiry_text: profile.expiry.clone(),
             expiry,
+            backdate,
             usage_names: profile.usages.clone(),
             key_usages,
             extended_key_usages,
             auth,
         })
     }
+}
+
+/// cfssl's default backdate, used when a profile sets none or zero.
+pub const DEFAULT_BACKDATE: Duration = Duration::from_secs(5 * 60);
+
+/// A profile's `backdate`, as cfssl reads it: absent or zero is the five-minute default.
+fn backdate_of(profile: &Profile) -> Result<Duration, ConfigError> {
+    let Some(text) = &profile.backdate else {
+        return Ok(DEFAULT_BACKDATE);
+    };
+    let backdate = parse_go_duration(text).ok_or_else(|| ConfigError::Backdate {
+        profile: profile.name.clone(),
+        backdate: text.clone(),
+    })?;
+    Ok(if backdate.is_zero() {
+        DEFAULT_BACKDATE
+    } else {
+        backdate
+    })
 }
 
 enum Usage {
@@ -506,8 +546,18 @@ mod tests {
         let policy = Config::test_default("00ff").validate().unwrap();
         assert_eq!(
             policy.profiles.keys().collect::<Vec<_>>(),
-            ["client", "default", "noauth", "server", "server-short"]
+            [
+                "client",
+                "default",
+                "noauth",
+                "renewing",
+                "server",
+                "server-short"
+            ]
         );
+        assert_eq!(policy.profiles["renewing"].expiry, Duration::from_secs(105));
+        assert_eq!(policy.profiles["renewing"].backdate, Duration::from_secs(31));
+        assert_eq!(policy.profiles["server"].backdate, DEFAULT_BACKDATE);
         assert!(policy.profiles["noauth"].auth.is_none());
         assert_eq!(policy.profiles["server-short"].expiry, Duration::from_secs(600));
         assert_eq!(
@@ -564,6 +614,13 @@ mod tests {
             refuse(&|c| c.profiles[1].usages.push("flying".into())),
             ConfigError::Usage { .. }
         ));
+        assert_eq!(
+            refuse(&|c| c.profiles[1].backdate = Some("-1s".into())),
+            ConfigError::Backdate {
+                profile: "server".into(),
+                backdate: "-1s".into()
+            }
+        );
         let err = refuse(&|c| c.profiles[1].auth_key = Some("secretzz".into()));
         assert_eq!(err, ConfigError::AuthKey("server".into()));
         assert!(!err.to_string().contains("secretzz"));
@@ -575,6 +632,28 @@ mod tests {
             })),
             ConfigError::LoadedLabelWithoutRoot(_)
         ));
+    }
+
+    #[test]
+    fn backdate_reads_as_cfssl_does() {
+        let table = [
+            (None, Ok(DEFAULT_BACKDATE)),
+            (Some("0"), Ok(DEFAULT_BACKDATE)),
+            (Some("0s"), Ok(DEFAULT_BACKDATE)),
+            (Some("1s"), Ok(Duration::from_secs(1))),
+            (Some("1m30s"), Ok(Duration::from_secs(90))),
+            (Some("500ms"), Ok(Duration::from_millis(500))),
+            (Some("5d"), Err(())),
+            (Some("-1s"), Err(())),
+        ];
+        for (backdate, want) in table {
+            let mut profile = Profile::new("p", "1h", &["signing"], None);
+            profile.backdate = backdate.map(str::to_string);
+            let got = backdate_of(&profile).map_err(|e| {
+                assert!(matches!(e, ConfigError::Backdate { .. }), "{e}");
+            });
+            assert_eq!(got, want, "{backdate:?}");
+        }
     }
 
     #[test]

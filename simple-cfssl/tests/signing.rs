@@ -176,6 +176,7 @@ async fn each_profile_sets_its_usages_and_lifetime() {
         ("", 8760.0, true, true),
         ("server", 720.0, true, false),
         ("server-short", 600.0 / 3600.0, true, false),
+        ("renewing", 105.0 / 3600.0, true, false),
         ("client", 720.0, false, true),
     ] {
         let csr = csr("p.example", &["p.example"]);
@@ -191,7 +192,33 @@ async fn each_profile_sets_its_usages_and_lifetime() {
         assert_eq!(lifetime as f64, hours * 3600.0, "{profile}");
         assert_eq!(eku(&leaf), (server, client), "{profile}");
     }
-    assert_eq!(ca.issued_count(), 4);
+    assert_eq!(ca.issued_count(), 5);
+}
+
+#[tokio::test]
+async fn a_profile_backdate_replaces_the_five_minutes() {
+    let ca = simple_cfssl::spawn(Config::test_default(KEY)).await.unwrap();
+    let http = http(None);
+    let csr = csr("b.example", &["b.example"]);
+    let before = time::OffsetDateTime::now_utc();
+    let result = sign(
+        &ca.url,
+        &http,
+        json!({"certificate_request": csr, "label": "intermediate1", "profile": "renewing"}),
+    )
+    .await;
+    let after = time::OffsetDateTime::now_utc();
+    let leaf_der = der(result["certificate"].as_str().unwrap());
+    let leaf = parse(&leaf_der);
+    let not_before = leaf.validity().not_before.to_datetime();
+    // The signing minute, rounded as Go's Time.Round does, less the profile's 31 s.
+    let minutes = |t: time::OffsetDateTime| (t.unix_timestamp() + 30).div_euclid(60) * 60 - 31;
+    let allowed = minutes(before)..=minutes(after);
+    assert!(
+        allowed.contains(&not_before.unix_timestamp()),
+        "{not_before} not in {allowed:?}"
+    );
+    assert_eq!(not_before.second(), 29);
 }
 
 #[tokio::test]

@@ -5,12 +5,13 @@
 
 use std::time::Duration;
 
-use cfssl_issuer::api::certmanager::Certificate;
+use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, openssl_verify};
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{ListParams, PostParams};
 
 pub const GROUP: &str = "cfssl-issuer.wikimedia.org";
 
@@ -20,6 +21,8 @@ pub struct Env {
     pub manager: Option<Manager>,
     pub options: ManagerOptions,
     pub ns: String,
+    /// The logs of managers killed by [`Env::restart_manager`].
+    pub past_logs: std::sync::Mutex<Vec<String>>,
 }
 
 impl Env {
@@ -45,6 +48,7 @@ impl Env {
             manager,
             options,
             ns,
+            past_logs: Default::default(),
         })
     }
 
@@ -160,4 +164,315 @@ impl Env {
             None => err,
         })
     }
+}
+
+/// Helpers the scenarios after the first share: the server's counts, status patches as users
+/// make them, requests and next-key Secrets of a Certificate, and restarts.
+impl Env {
+    /// The in-process server; `None` against a real cluster (scenarios needing it return early).
+    pub fn server(&self) -> Option<&e2e::apiserver::TestServer> {
+        self.cluster.server()
+    }
+
+    /// API hygiene, checked at the end of each scenario: the manager never sends a PUT for a
+    /// Certificate (status is written by server-side apply only), and never met a conflict
+    /// (409 `Conflict`, which its log would show). The suite itself sends no PUT either.
+    pub fn assert_api_hygiene(&self) {
+        let Some(server) = self.server() else {
+            return;
+        };
+        let counts = server.counts();
+        for resource in ["certificates/status", "certificates"] {
+            assert_eq!(
+                counts.get(e2e::apiserver::Verb::Update, resource),
+                0,
+                "PUT on {resource}"
+            );
+        }
+        let logs = self.past_logs.lock().expect("logs").join("\n");
+        let log = format!(
+            "{logs}\n{}",
+            self.manager.as_ref().map(Manager::log).unwrap_or_default()
+        );
+        assert!(
+            !e2e::harness::load::log_has_conflict(&log),
+            "the manager met a conflict:\n{log}"
+        );
+    }
+
+    /// A merge patch on the Certificate's status under field manager `manager`, as `cmctl
+    /// renew` or a user with `kubectl patch --subresource=status` sends it.
+    pub async fn patch_status(
+        &self,
+        name: &str,
+        manager: &str,
+        status: serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let params = kube::api::PatchParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        let body = serde_json::json!({ "status": status });
+        self.certificates()
+            .patch_status(name, &params, &kube::api::Patch::Merge(&body))
+            .await?;
+        Ok(())
+    }
+
+    /// Sets `Issuing=True` with reason `ManuallyTriggered`, keeping the other conditions, as
+    /// `cmctl renew` does.
+    pub async fn trigger_manually(&self, name: &str) -> anyhow::Result<()> {
+        let crt = self.certificates().get(name).await?;
+        let mut conditions: Vec<serde_json::Value> = crt
+            .status
+            .map(|s| s.conditions)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.type_ != "Issuing")
+            .map(|c| serde_json::to_value(c).expect("condition"))
+            .collect();
+        conditions.push(serde_json::json!({
+            "type": "Issuing", "status": "True", "reason": "ManuallyTriggered",
+            "message": "Certificate re-issuance manually triggered",
+            "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+        }));
+        self.patch_status(name, "cmctl", serde_json::json!({ "conditions": conditions }))
+            .await
+    }
+
+    /// The CertificateRequests controlled by Certificate `name` (by UID).
+    pub async fn requests_of(&self, name: &str) -> anyhow::Result<Vec<CertificateRequest>> {
+        let uid = self.certificates().get(name).await?.metadata.uid;
+        let all = Api::<CertificateRequest>::namespaced(self.client().clone(), &self.ns)
+            .list(&ListParams::default())
+            .await?;
+        Ok(all
+            .items
+            .into_iter()
+            .filter(|cr| controlled_by(&cr.metadata, uid.as_deref()))
+            .collect())
+    }
+
+    /// The next-private-key Secrets of Certificate `name`: labelled, controlled by it.
+    pub async fn next_key_secrets(&self, name: &str) -> anyhow::Result<Vec<Secret>> {
+        let uid = self.certificates().get(name).await?.metadata.uid;
+        let labelled = self
+            .secrets()
+            .list(&ListParams::default().labels("cert-manager.io/next-private-key=true"))
+            .await?;
+        Ok(labelled
+            .items
+            .into_iter()
+            .filter(|s| controlled_by(&s.metadata, uid.as_deref()))
+            .collect())
+    }
+
+    /// Waits until Certificate `name` is Ready at `revision` and returns it.
+    pub async fn wait_revision(
+        &self,
+        name: &str,
+        revision: i64,
+        timeout: Duration,
+    ) -> anyhow::Result<Certificate> {
+        let api = self.certificates();
+        let result = e2e::harness::eventually(
+            timeout,
+            &format!("{name} Ready at revision {revision}"),
+            || async {
+                let crt = api.get(name).await.ok()?;
+                let at = crt.status.as_ref().and_then(|s| s.revision);
+                (at == Some(revision) && crt.has_true("Ready")).then_some(crt)
+            },
+        )
+        .await;
+        let result = match result {
+            Ok(crt) => Ok(crt),
+            Err(err) => Err(err.context(self.describe(name).await)),
+        };
+        self.with_manager_log(result)
+    }
+
+    /// What a failed wait shows: the Certificate's status, its requests' conditions and its
+    /// next-key Secrets.
+    pub async fn describe(&self, name: &str) -> String {
+        let status = match self.certificates().get(name).await {
+            Ok(crt) => serde_json::to_string_pretty(&crt.status).unwrap_or_default(),
+            Err(err) => err.to_string(),
+        };
+        let requests: Vec<String> = self
+            .requests_of(name)
+            .await
+            .unwrap_or_default()
+            .iter()
+            .map(|cr| {
+                let conditions = cr
+                    .status
+                    .as_ref()
+                    .map(|s| s.conditions.clone())
+                    .unwrap_or_default();
+                format!(
+                    "{:?} revision {:?}: {}",
+                    cr.metadata.name,
+                    revision_of(cr),
+                    serde_json::to_string(&conditions).unwrap_or_default()
+                )
+            })
+            .collect();
+        let keys: Vec<Option<String>> = self
+            .next_key_secrets(name)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| s.metadata.name)
+            .collect();
+        format!(
+            "{name} status: {status}\nrequests:\n{}\nnext-key Secrets: {keys:?}",
+            requests.join("\n")
+        )
+    }
+
+    /// Kills the manager (SIGKILL) and starts a new one, keeping the old one's log.
+    pub async fn restart_manager(&mut self) -> anyhow::Result<()> {
+        if let Some(mut old) = self.manager.take() {
+            old.kill().await?;
+            self.past_logs.lock().expect("logs").push(old.log());
+        }
+        self.manager = Some(Manager::start(self.options.clone()).await?);
+        Ok(())
+    }
+
+    /// `kubectl get certificates` in the scenario's namespace, as a user runs it.
+    pub fn kubectl_get_certificates(&self) -> anyhow::Result<String> {
+        let out = std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.cluster.kubeconfig)
+            .args(["get", "certificates", "-n", &self.ns])
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "kubectl failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(String::from_utf8(out.stdout)?)
+    }
+}
+
+/// Whether `meta` has a controller owner reference with `uid`.
+pub fn controlled_by(meta: &ObjectMeta, uid: Option<&str>) -> bool {
+    let Some(uid) = uid else {
+        return false;
+    };
+    meta.owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// The revision a request was made for (its `cert-manager.io/certificate-revision`).
+pub fn revision_of(cr: &CertificateRequest) -> Option<i64> {
+    cr.metadata
+        .annotations
+        .as_ref()?
+        .get("cert-manager.io/certificate-revision")?
+        .parse()
+        .ok()
+}
+
+/// The bytes of `key` in the Secret's data.
+pub fn data(secret: &Secret, key: &str) -> Vec<u8> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| b.0.clone())
+        .unwrap_or_default()
+}
+
+/// The DER SubjectPublicKeyInfo of a PEM private key, through openssl.
+pub fn public_key_of(key_pem: &[u8]) -> anyhow::Result<Vec<u8>> {
+    openssl(&["pkey", "-pubout", "-outform", "DER"], key_pem)
+}
+
+/// The DER SubjectPublicKeyInfo of the leaf of a PEM chain, through openssl.
+pub fn public_key_of_leaf(chain_pem: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let pem = openssl(&["x509", "-pubkey", "-noout"], chain_pem)?;
+    openssl(&["pkey", "-pubin", "-outform", "DER"], &pem)
+}
+
+/// The leaf's serial (hex), through openssl.
+pub fn serial_of(chain_pem: &[u8]) -> anyhow::Result<String> {
+    Ok(
+        String::from_utf8(openssl(&["x509", "-noout", "-serial"], chain_pem)?)?
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Runs `openssl args` with `input` on stdin; its stdout.
+pub fn openssl(args: &[&str], input: &[u8]) -> anyhow::Result<Vec<u8>> {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new("openssl")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    child.stdin.take().expect("stdin").write_all(input)?;
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(out.stdout)
+}
+
+impl Env {
+    /// The Events regarding Certificate `name`, as `(reason, note)`, oldest first.
+    pub async fn events_of(&self, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let api = Api::<k8s_openapi::api::events::v1::Event>::namespaced(self.client().clone(), &self.ns);
+        let mut events: Vec<_> = api
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .filter(|e| {
+                e.regarding.as_ref().is_some_and(|r| {
+                    r.kind.as_deref() == Some("Certificate") && r.name.as_deref() == Some(name)
+                })
+            })
+            .collect();
+        events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+        Ok(events
+            .into_iter()
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect())
+    }
+
+    /// Signatures simple-cfssl has made so far (0 against an external CA).
+    pub fn signed(&self) -> u64 {
+        self.ca.issued_count().unwrap_or(0)
+    }
+}
+
+/// A time as Go's `%s` prints a `metav1.Time` (cert-manager's messages).
+pub fn go_time(at: k8s_openapi::jiff::Timestamp) -> String {
+    at.strftime("%Y-%m-%d %H:%M:%S +0000 UTC").to_string()
+}
+
+/// The status times of a Certificate: (notBefore, notAfter, renewalTime).
+pub fn times(
+    crt: &Certificate,
+) -> (
+    k8s_openapi::jiff::Timestamp,
+    k8s_openapi::jiff::Timestamp,
+    k8s_openapi::jiff::Timestamp,
+) {
+    let status = crt.status.as_ref().expect("status");
+    let at = |t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| t.as_ref().expect("time").0;
+    (
+        at(&status.not_before),
+        at(&status.not_after),
+        at(&status.renewal_time),
+    )
 }

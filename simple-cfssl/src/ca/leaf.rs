@@ -5,7 +5,8 @@
 //!   in Go's attribute order (C, ST, L, street, postal code, O, OU, CN, serial number);
 //! - SANs are the CSR's (DNS, email, IP, URI), or the request's `hosts` when given;
 //! - key usages, extended key usages and lifetime come from the profile; `notBefore` is the
-//!   current minute, rounded, less five minutes, and `notAfter` is `notBefore` plus the expiry;
+//!   current minute, rounded, less the profile's backdate (five minutes unless it sets one), and
+//!   `notAfter` is `notBefore` plus the expiry;
 //! - the serial is 20 random bytes; no extension of the CSR is copied besides the SANs.
 
 use std::net::IpAddr;
@@ -22,7 +23,7 @@ use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 use x509_parser::x509::{AttributeTypeAndValue, X509Name};
 
-use super::{BACKDATE, Cert, Signer};
+use super::{Cert, Signer};
 use crate::config::ProfilePolicy;
 use crate::wire::request::Subject;
 
@@ -81,7 +82,7 @@ impl Signer {
             Some(hosts) => sans_from_hosts(hosts)?,
             None => sans_from_csr(&csr)?,
         };
-        params.not_before = round_to_minute(now) - BACKDATE;
+        params.not_before = round_to_minute(now) - profile.backdate;
         params.not_after = params.not_before + profile.expiry;
         params.serial_number = Some(random_serial()?);
         params.is_ca = IsCa::ExplicitNoCa;

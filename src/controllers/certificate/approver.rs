@@ -56,14 +56,33 @@ fn owner(ctx: &CertificateContext, cr: &CertificateRequest) -> Option<Arc<Certif
         .get(&ObjectRef::new(&reference.name).within(&cr.namespace().unwrap_or_default()))
 }
 
+/// Whether `cr` waits on a Certificate the cache has not shown yet: a request for our issuers,
+/// neither approved nor denied, controlled by a Certificate missing from the store. Right
+/// after a start the requests' cache can be ready before the Certificates'; nothing else would
+/// bring the request back.
+fn owner_not_seen_yet(cr: &CertificateRequest, owner: Option<&Certificate>) -> bool {
+    let undecided = cr.condition(APPROVED).is_none() && cr.condition(DENIED).is_none();
+    let controlled = cr
+        .owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && r.kind == "Certificate");
+    owner.is_none() && undecided && controlled && cr.spec.issuer_ref.group == crate::api::GROUP
+}
+
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
     let owner = owner(&ctx, &cr);
+    let key = format!("approver/{}", cr.uid().unwrap_or_default());
     let Some(body) = decide(&cr, owner.as_deref(), ctx.shared.now()) else {
+        if owner_not_seen_yet(&cr, owner.as_deref()) {
+            return Ok(ctx.retry(key));
+        }
+        ctx.settled(&key);
         return Ok(Action::await_change());
     };
     status::apply(&ctx.shared.client, &*cr, FieldManager::APPROVER, &body)
         .await
         .map_err(Error::api("approving", crate::controllers::plan::describe(&*cr)))?;
+    ctx.settled(&key);
     Ok(Action::await_change())
 }
 

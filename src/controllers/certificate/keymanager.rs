@@ -96,7 +96,7 @@ pub fn decide(facts: &Facts<'_>) -> Plan<Work> {
     }
 }
 
-/// One key Secret exists: adopt it, keep it, or delete it.
+/// One key Secret exists: adopt it, keep it, or delete it (one made for an earlier issuance).
 fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> Plan<Work> {
     let delete = || {
         work(Work {
@@ -104,6 +104,9 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> Plan<Work
             create: None,
         })
     };
+    if observe::made_for_another_revision(secret, facts.certificate) {
+        return Plan::idle(delete());
+    }
     let Some(named) = named else {
         let status = document(json!({ "nextPrivateKeySecretName": secret.name_any() }));
         return Plan {
@@ -219,6 +222,10 @@ pub fn key_secret(crt: &Certificate, name: &str, pem: Vec<u8>) -> Secret {
             name: Some(name.to_string()),
             namespace: crt.namespace(),
             labels: Some(labels),
+            annotations: Some(BTreeMap::from([(
+                observe::KEY_REVISION.to_string(),
+                (observe::current_revision(crt) + 1).to_string(),
+            )])),
             owner_references: Some(vec![certificate_owner_reference(crt)]),
             ..ObjectMeta::default()
         },

@@ -80,13 +80,28 @@ pub fn next_key_secrets(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<
         .collect()
 }
 
-/// The Secret `status.nextPrivateKeySecretName` names, if it is one of `crt`'s key Secrets.
+/// The revision a next-key Secret was made for, on the key Secrets this manager makes (not
+/// on cert-manager's: those are adopted as they are).
+pub const KEY_REVISION: &str = "cfssl-issuer.wikimedia.org/next-key-revision";
+
+/// Whether a next-key Secret was made for another revision than `crt`'s next: left by the
+/// last issuance and not deleted yet when a new one began (a manual trigger right after an
+/// issuance). Its key was used already; with `rotationPolicy: Always` it must not be again.
+pub fn made_for_another_revision(secret: &Secret, crt: &Certificate) -> bool {
+    secret
+        .annotations()
+        .get(KEY_REVISION)
+        .is_some_and(|r| r.parse::<i64>().ok() != Some(current_revision(crt) + 1))
+}
+
+/// The Secret `status.nextPrivateKeySecretName` names, if it is one of `crt`'s key Secrets,
+/// made for its next revision.
 pub fn trusted_next_key(ctx: &CertificateContext, crt: &Certificate) -> Option<Arc<Secret>> {
     let name = crt.status.as_ref()?.next_private_key_secret_name.as_deref()?;
     let secret = ctx
         .secrets
         .get(&ObjectRef::new(name).within(&crt.namespace().unwrap_or_default()))?;
-    is_next_key_of(&secret, crt).then_some(secret)
+    (is_next_key_of(&secret, crt) && !made_for_another_revision(&secret, crt)).then_some(secret)
 }
 
 /// The trusted next-key Secret and its key, decoded (`None` when it does not decode).

@@ -92,3 +92,24 @@ fn the_approval_is_one_condition() {
         }))
     );
 }
+
+#[test]
+fn a_request_whose_certificate_is_not_cached_yet_is_looked_at_again() {
+    let crt = ours();
+    let mine = request_of(&crt);
+    let mut no_owner = request_of(&crt);
+    no_owner.metadata.owner_references = None;
+    let mut foreign = request_of(&crt);
+    foreign.spec.issuer_ref.group = "cert-manager.io".into();
+    let rows = [
+        ("ours, Certificate not cached yet", &mine, None, true),
+        ("ours, Certificate cached", &mine, Some(&crt), false),
+        ("already approved", &with(mine.clone(), APPROVED), None, false),
+        ("already denied", &with(mine.clone(), DENIED), None, false),
+        ("made by hand, no owner", &no_owner, None, false),
+        ("another issuer group", &foreign, None, false),
+    ];
+    for (name, cr, owner, want) in rows {
+        assert_eq!(owner_not_seen_yet(cr, owner), want, "{name}");
+    }
+}

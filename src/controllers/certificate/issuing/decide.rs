@@ -166,8 +166,15 @@ fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> D
     };
     let message = "The certificate has been successfully issued";
     let issuing = condition(crt, ISSUING, false, "Issued", message, facts.now);
+    // Written already: this is a look at a Certificate whose `Issuing=False` the cache has not
+    // seen yet (or a retry after the status apply failed). Only the status is (re)applied; a
+    // second Secret write would re-encode the keystores (a new PKCS#12 salt) for nothing.
+    let written = facts.secret.is_some_and(|s| {
+        let data = secret_data_of(s);
+        data.certificate == write.certificate.as_slice() && data.private_key == write.private_key.as_slice()
+    });
     Decision {
-        write: Some(write),
+        write: (!written).then_some(write),
         plan: Plan {
             status: Some(document(json!({ "revision": next, "conditions": [issuing] }))),
             event: Some(Notice::normal("Issuing", "Issue", message)),

@@ -290,3 +290,55 @@ fn the_key_secret_is_labelled_owned_and_named_from_the_uid() {
         Some(b"PEM".to_vec())
     );
 }
+
+#[test]
+fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
+    let annotated = |revision: &str| {
+        let mut secret = key_secret_named("k1", &ec_pem());
+        secret.metadata.annotations = Some(
+            [(observe::KEY_REVISION.to_string(), revision.to_string())]
+                .into_iter()
+                .collect(),
+        );
+        secret
+    };
+    // Revision 1 is in the Secret: the next key is for revision 2.
+    let crt = with_status(crt(true, Some("k1"), "Always"), |s| s.revision = Some(1));
+    let rows = [
+        (
+            "made for revision 1, already used",
+            annotated("1"),
+            delete(&["k1"]),
+        ),
+        ("made for revision 2", annotated("2"), Next::AwaitChange),
+        ("not a number", annotated("two"), delete(&["k1"])),
+        (
+            "made by cert-manager: adopted as it is",
+            key_secret_named("k1", &ec_pem()),
+            Next::AwaitChange,
+        ),
+    ];
+    for (name, secret, next) in rows {
+        let plan = decide(&Facts {
+            certificate: &crt,
+            owned: vec![&secret],
+            target: None,
+        });
+        assert_eq!(plan.next, next, "{name}");
+        assert_eq!(
+            observe::made_for_another_revision(&secret, &crt),
+            next != Next::AwaitChange,
+            "{name}"
+        );
+    }
+    let made = key_secret(&crt, "web-key", b"PEM".to_vec());
+    assert!(!observe::made_for_another_revision(&made, &crt));
+    assert_eq!(
+        made.metadata
+            .annotations
+            .unwrap_or_default()
+            .get(observe::KEY_REVISION)
+            .map(String::as_str),
+        Some("2")
+    );
+}
