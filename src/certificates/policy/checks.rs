@@ -255,19 +255,7 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
         let validity = cert.validity();
         let not_before = Timestamp::from_second(validity.not_before.timestamp()).ok()?;
         let not_after = Timestamp::from_second(validity.not_after.timestamp()).ok()?;
-        let renewal = Renewal {
-            renew_before: spec.renew_before.as_deref().and_then(go_duration),
-            renew_before_percentage: spec.renew_before_percentage,
-        };
-        let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
-        let plain = || renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
-        let at = Policy::parse(policy)
-            .and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows))
-            .map_err(|err| {
-                // A spec the windows cannot read renews at the plain time, reporting why.
-                let due = err.fallback().or_else(|| plain().ok().flatten());
-                (err, due)
-            });
+        let at = renewal_time_for(spec, not_before, not_after);
         let scheduled = input
             .certificate
             .status
@@ -275,6 +263,29 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
             .and_then(|s| s.renewal_time.as_ref());
         due_violation(at, not_after, input.now, scheduled)
     })
+}
+
+/// The renewal time `spec` gives a certificate valid `not_before..not_after`, windows
+/// included; on an error, the time to renew anyway (the desired time a window could not
+/// place, else the plain time) beside it. Readiness writes the same time as `renewalTime`.
+pub fn renewal_time_for(
+    spec: &crate::api::certmanager::CertificateSpec,
+    not_before: Timestamp,
+    not_after: Timestamp,
+) -> Result<Option<Timestamp>, (RenewalError, Option<Timestamp>)> {
+    let renewal = Renewal {
+        renew_before: spec.renew_before.as_deref().and_then(go_duration),
+        renew_before_percentage: spec.renew_before_percentage,
+    };
+    let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
+    let plain = || renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
+    Policy::parse(spec.renewal.as_ref().map(|r| r.policy.as_str()))
+        .and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows))
+        .map_err(|err| {
+            // A spec the windows cannot read renews at the plain time, reporting why.
+            let due = err.fallback().or_else(|| plain().ok().flatten());
+            (err, due)
+        })
 }
 
 /// The violation for a computed renewal time: none before it is due.

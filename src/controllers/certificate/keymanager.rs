@@ -24,7 +24,7 @@ use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
 use crate::certificates::matching::private_key_matches_spec;
-use crate::certificates::secret::certificate_owner_reference;
+use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::events::Notice;
 use crate::controllers::plan::{Next, Plan, requeue};
 use crate::controllers::status::FieldManager;
@@ -203,12 +203,9 @@ fn work(work: Work) -> Next<Work> {
     }
 }
 
+/// The Secret's `tls.key`; empty when absent.
 fn secret_key(secret: &Secret) -> &[u8] {
-    secret
-        .data
-        .as_ref()
-        .and_then(|d| d.get(data::TLS_KEY))
-        .map_or(&[][..], |b| b.0.as_slice())
+    data_of(secret, data::TLS_KEY)
 }
 
 /// The next-key Secret for `crt`: `tls.key` as PKCS#8 PEM, labelled, controlled by `crt`.

@@ -9,9 +9,9 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use crate::api::WritableCondition;
 use crate::api::certmanager::{Certificate, CertificateCondition};
 use crate::certificates::decode;
-use crate::certificates::go::parse_go_duration;
 use crate::certificates::keys::data;
-use crate::certificates::renewal::{self, Policy, Renewal, RenewalError};
+use crate::certificates::policy::checks::renewal_time_for;
+use crate::certificates::renewal::RenewalError;
 
 /// A condition of `type_` for `crt`, keeping the previous transition time when the status
 /// did not change, for the generation observed.
@@ -72,31 +72,17 @@ pub fn times(crt: &Certificate, secret: Option<&k8s_openapi::api::core::v1::Secr
     })
 }
 
-/// The renewal time of a certificate valid `not_before..not_after` under `crt`'s spec.
+/// The renewal time of a certificate valid `not_before..not_after` under `crt`'s spec (the
+/// trigger chain's own computation), and why the spec could not place it, if so.
 fn renewal_of(
     crt: &Certificate,
     not_before: Timestamp,
     not_after: Timestamp,
 ) -> (Option<Timestamp>, Option<String>) {
-    let spec = &crt.spec;
-    let renewal = Renewal {
-        renew_before: spec
-            .renew_before
-            .as_deref()
-            .and_then(|d| parse_go_duration(d).ok())
-            .and_then(|d| std::time::Duration::try_from(d).ok()),
-        renew_before_percentage: spec.renew_before_percentage,
-    };
-    let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
-    let policy = Policy::parse(spec.renewal.as_ref().map(|r| r.policy.as_str()));
-    let at =
-        policy.and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows));
-    match at {
+    match renewal_time_for(&crt.spec, not_before, not_after) {
         Ok(at) => (at, None),
-        Err(err @ RenewalError::NoLifetime) => (Some(not_after), Some(err.to_string())),
-        Err(err) => {
-            let plain = renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
-            (err.fallback().or(plain.ok().flatten()), Some(err.to_string()))
-        }
+        // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
+        Err((err @ RenewalError::NoLifetime, _)) => (Some(not_after), Some(err.to_string())),
+        Err((err, due)) => (due, Some(err.to_string())),
     }
 }

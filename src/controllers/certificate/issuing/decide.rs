@@ -260,8 +260,7 @@ fn owned(data: &secret::SecretData<'_>) -> Write {
 
 /// Whether the Secret has the data a repair needs.
 pub fn has_data(secret: &Secret) -> bool {
-    let data = secret.data.as_ref();
     [data::TLS_CRT, data::TLS_KEY]
         .iter()
-        .all(|k| data.and_then(|d| d.get(*k)).is_some_and(|v| !v.0.is_empty()))
+        .all(|k| !secret::data_of(secret, k).is_empty())
 }
