@@ -34,7 +34,7 @@ struct CrdArgs {
     cert_manager: bool,
 }
 
-#[tokio::main]
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     cfssl_issuer::install_crypto_provider();
     let cli = Cli::parse();

@@ -154,6 +154,40 @@ async fn apply_accepts_yaml_bodies() {
     );
 }
 
+/// An apply body is YAML, of which JSON is a subset: the server reads JSON bodies as JSON (what
+/// kube-rs and kubectl send) and a YAML flow mapping, which also starts with `{` but is not
+/// JSON, as YAML.
+#[tokio::test]
+async fn apply_reads_json_and_yaml_flow_bodies() {
+    let h = start().await;
+    let bodies = [
+        (
+            "j",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"j"},"data":{"k":"json"}}"#,
+        ),
+        (
+            "f",
+            "{apiVersion: v1, kind: ConfigMap, metadata: {name: f}, data: {k: flow}}",
+        ),
+    ];
+    for (name, body) in bodies {
+        let req = http::Request::patch(format!(
+            "/api/v1/namespaces/default/configmaps/{name}?fieldManager=m"
+        ))
+        .header("content-type", "application/apply-patch+yaml")
+        .body(body.as_bytes().to_vec())
+        .unwrap();
+        h.client.request_text(req).await.unwrap();
+    }
+    let data = |name: &str| {
+        let cms = h.api::<ConfigMap>();
+        let name = name.to_string();
+        async move { cms.get(&name).await.unwrap().data.unwrap()["k"].clone() }
+    };
+    assert_eq!(data("j").await, "json");
+    assert_eq!(data("f").await, "flow");
+}
+
 #[tokio::test]
 async fn apply_keeps_conditions_of_two_managers() {
     let h = start().await;

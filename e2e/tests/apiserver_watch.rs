@@ -413,3 +413,33 @@ async fn watchers_over_partial_object_meta_use_metadata_requests() {
         }
     }
 }
+
+/// kube-apiserver writes each watch line from `metav1.WatchEvent`, whose Go struct declares
+/// `Type` before `Object`, so every line starts with `{"type":`. Clients decode the event as a
+/// tagged enum and read the tag first; an object first makes them buffer the whole object.
+#[tokio::test]
+async fn watch_lines_carry_type_before_object() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    cms.create(&PostParams::default(), &config_map("a", &[]))
+        .await
+        .unwrap();
+    let request = http::Request::get(
+        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0&timeoutSeconds=1",
+    )
+    .body(Vec::new())
+    .unwrap();
+    let text = tokio::time::timeout(Duration::from_secs(5), h.client.request_text(request))
+        .await
+        .expect("the watch ends after timeoutSeconds")
+        .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(
+        lines[0].starts_with(r#"{"type":"ADDED","object":{"#),
+        "{}",
+        lines[0]
+    );
+    let event: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(event["object"]["metadata"]["name"], "a");
+}

@@ -582,7 +582,7 @@ async fn deleting_an_issuer_stops_its_health_checks() -> anyhow::Result<()> {
 
 /// The manager keeps nothing of what is gone and does not chase its own writes: the Issuer
 /// controller runs on spec changes, not on status writes; an unapproved request gets one
-/// `WaitingForApproval` Event however often it is reconciled; deleting a request removes its
+/// `WaitingForApproval` Event (once it has waited 5 s) however often it is reconciled; deleting a request removes its
 /// expiry series and deleting an issuer every series labelled with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_writes_do_not_rerun_issuers_and_deletes_leave_no_series() -> anyhow::Result<()> {

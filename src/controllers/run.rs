@@ -10,7 +10,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
-use super::wiring::{Wiring, reflect};
+use super::wiring::{SecretFeed, Wiring, reflect};
 use super::{Config, Contexts, Recheck, certificate, certificaterequest, issuer, status, watches};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
@@ -49,6 +49,8 @@ pub async fn run(
         wiring.cluster_issuers.store.clone(),
         metrics,
     );
+    // The Secret metadata watch keeps the signer's index of Secret versions.
+    wiring.secrets = SecretFeed::with_index(ctx.requests.signer.secret_index().clone());
     let home = config.cluster_resource_namespace.clone();
     let mut controllers = controllers(&mut wiring, &ctx, rechecks, home);
     let standalone_watches = match config.standalone.clone() {

@@ -13,6 +13,7 @@ use kube::ResourceExt;
 
 pub use self::clients::{Clients, Fingerprint};
 pub use self::credentials::{Credentials, SecretProblem};
+use super::wiring::SecretIndex;
 use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
 use crate::cfssl::{self, Class, ClientConfig, IssuerFault};
 use crate::clock::Clock;
@@ -39,6 +40,28 @@ pub struct Signer {
     metrics: Arc<Metrics>,
     /// One client per issuer, by [`key`].
     pub clients: Clients,
+    /// The resourceVersion of every Secret, kept by the Secret metadata watch (see
+    /// [`Signer::client_for`]).
+    secrets: SecretIndex,
+}
+
+/// Why the signer has no client for an issuer.
+#[derive(Debug, thiserror::Error)]
+pub enum Unusable {
+    #[error(transparent)]
+    Secret(#[from] SecretProblem),
+    #[error(transparent)]
+    Client(#[from] cfssl::Error),
+}
+
+impl Unusable {
+    /// The issuer's `Ready` reason while it is unusable so.
+    pub fn reason(&self) -> ReadyReason {
+        match self {
+            Unusable::Secret(problem) => problem.reason(),
+            Unusable::Client(err) => blame(err),
+        }
+    }
 }
 
 impl Signer {
@@ -50,14 +73,37 @@ impl Signer {
             clock,
             metrics,
             clients: Clients::default(),
+            secrets: SecretIndex::default(),
         }
+    }
+
+    /// What the Secret metadata watch keeps current: the feed of [`super::wiring::Wiring`]
+    /// is built on it.
+    pub fn secret_index(&self) -> &SecretIndex {
+        &self.secrets
+    }
+
+    /// The issuer's client for signing: the cached one while the metadata watch shows the
+    /// Secret it was built from unchanged (no API request), else one built from a fresh read.
+    pub async fn client_for<K: AnyIssuer>(&self, issuer: &K) -> Result<Arc<cfssl::Client>, Unusable> {
+        let namespace = self.secret_namespace(issuer);
+        let version = self.secrets.version(namespace, &issuer.spec().auth_secret_name);
+        if let Some(client) = version.and_then(|v| self.clients.get(&key(issuer), &fingerprint(issuer, v))) {
+            return Ok(client);
+        }
+        let credentials = self.credentials(issuer).await?;
+        Ok(self.client(issuer, credentials)?)
+    }
+
+    fn secret_namespace<'a, K: AnyIssuer>(&'a self, issuer: &'a K) -> &'a str {
+        issuer
+            .secret_namespace(&self.cluster_resource_namespace)
+            .unwrap_or_default()
     }
 
     /// Reads the issuer's credential Secret.
     pub async fn credentials<K: AnyIssuer>(&self, issuer: &K) -> Result<Credentials, SecretProblem> {
-        let namespace = issuer
-            .secret_namespace(&self.cluster_resource_namespace)
-            .unwrap_or_default();
+        let namespace = self.secret_namespace(issuer);
         credentials::read(&self.client, namespace, &issuer.spec().auth_secret_name).await
     }
 
@@ -67,11 +113,7 @@ impl Signer {
         issuer: &K,
         credentials: Credentials,
     ) -> Result<Arc<cfssl::Client>, cfssl::Error> {
-        let fingerprint = Fingerprint {
-            issuer_uid: issuer.uid().unwrap_or_default(),
-            generation: issuer.meta().generation.unwrap_or_default(),
-            secret_version: credentials.version.clone(),
-        };
+        let fingerprint = fingerprint(issuer, credentials.version.clone());
         let key = key(issuer);
         self.clients.get_or_build(&key, fingerprint, || {
             let mut config = client_config(issuer.spec(), credentials, self.timeout);
@@ -99,6 +141,15 @@ impl Signer {
         self.metrics
             .observe_call(labels, started.elapsed().as_secs_f64(), class);
         result
+    }
+}
+
+/// What a client for `issuer` built from its Secret at `secret_version` is known by.
+fn fingerprint<K: AnyIssuer>(issuer: &K, secret_version: String) -> Fingerprint {
+    Fingerprint {
+        issuer_uid: issuer.uid().unwrap_or_default(),
+        generation: issuer.meta().generation.unwrap_or_default(),
+        secret_version,
     }
 }
 

@@ -64,50 +64,78 @@ pub struct SecretFeed {
     index: SecretIndex,
 }
 
-/// Which Secrets exist, by namespace and name, from the metadata watch: lets a controller skip
-/// a live GET of a Secret that is not there. Says nothing until the first list is complete.
+/// Which Secrets exist, by namespace and name, and at which resourceVersion, from the
+/// metadata watch: lets a controller skip a live GET of a Secret that is not there, and the
+/// signer reuse what it read from a Secret that has not changed since. Says nothing until the
+/// first list is complete.
 #[derive(Clone, Default)]
 pub struct SecretIndex(Arc<std::sync::RwLock<IndexState>>);
+
+type SecretKey = (String, String);
 
 #[derive(Default)]
 struct IndexState {
     synced: bool,
-    names: std::collections::HashSet<(String, String)>,
-    relisting: Option<std::collections::HashSet<(String, String)>>,
+    /// resourceVersion by (namespace, name).
+    versions: std::collections::HashMap<SecretKey, String>,
+    relisting: Option<std::collections::HashMap<SecretKey, String>>,
 }
 
 impl SecretIndex {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, IndexState> {
+        self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Whether the watch has listed every Secret and `namespace/name` is not among them.
     pub fn surely_absent(&self, namespace: &str, name: &str) -> bool {
-        let state = self.0.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        state.synced && !state.names.contains(&(namespace.to_string(), name.to_string()))
+        let state = self.read();
+        state.synced
+            && !state
+                .versions
+                .contains_key(&(namespace.to_string(), name.to_string()))
+    }
+
+    /// The resourceVersion the watch last saw of `namespace/name`, once it has listed every
+    /// Secret.
+    pub fn version(&self, namespace: &str, name: &str) -> Option<String> {
+        let state = self.read();
+        if !state.synced {
+            return None;
+        }
+        state
+            .versions
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
     }
 
     fn apply(&self, event: &watcher::Event<SecretMeta>) {
-        let key = |s: &SecretMeta| {
-            (
+        let entry = |s: &SecretMeta| {
+            let key = (
                 s.metadata.namespace.clone().unwrap_or_default(),
                 s.metadata.name.clone().unwrap_or_default(),
-            )
+            );
+            (key, s.metadata.resource_version.clone().unwrap_or_default())
         };
         let mut state = self.0.write().unwrap_or_else(std::sync::PoisonError::into_inner);
         match event {
             watcher::Event::Apply(s) => {
-                state.names.insert(key(s));
+                let (key, version) = entry(s);
+                state.versions.insert(key, version);
             }
             watcher::Event::Delete(s) => {
-                state.names.remove(&key(s));
+                state.versions.remove(&entry(s).0);
             }
-            watcher::Event::Init => state.relisting = Some(std::collections::HashSet::new()),
+            watcher::Event::Init => state.relisting = Some(std::collections::HashMap::new()),
             watcher::Event::InitApply(s) => {
-                state.names.insert(key(s));
+                let (key, version) = entry(s);
                 if let Some(fresh) = state.relisting.as_mut() {
-                    fresh.insert(key(s));
+                    fresh.insert(key.clone(), version.clone());
                 }
+                state.versions.insert(key, version);
             }
             watcher::Event::InitDone => {
                 if let Some(fresh) = state.relisting.take() {
-                    state.names = fresh;
+                    state.versions = fresh;
                 }
                 state.synced = true;
             }
@@ -116,6 +144,14 @@ impl SecretIndex {
 }
 
 impl SecretFeed {
+    /// A feed that keeps `index` (the signer's) current.
+    pub fn with_index(index: SecretIndex) -> Self {
+        SecretFeed {
+            subscribers: Vec::new(),
+            index,
+        }
+    }
+
     pub fn subscribe(&mut self) -> impl Stream<Item = Arc<SecretMeta>> + Send + 'static {
         let (tx, rx) = mpsc::channel(1024);
         self.subscribers.push(tx);
@@ -251,33 +287,56 @@ where
 mod tests {
     use super::*;
 
-    fn meta(name: &str) -> SecretMeta {
+    fn meta(name: &str, version: &str) -> SecretMeta {
         let mut secret = SecretMeta::default();
         secret.metadata.namespace = Some("ns".into());
         secret.metadata.name = Some(name.into());
+        secret.metadata.resource_version = Some(version.into());
         secret
     }
 
-    /// The index says "absent" only once a whole list has been seen, follows adds and deletes,
-    /// and a relist forgets Secrets deleted while the watch was away.
+    /// The index says "absent", or gives a version, only once a whole list has been seen;
+    /// follows adds, updates and deletes; a relist forgets Secrets deleted while the watch was
+    /// away.
     #[test]
     fn secret_index_sequence() {
         let index = SecretIndex::default();
-        let absent = |name: &str| index.surely_absent("ns", name);
-        let steps: Vec<(watcher::Event<SecretMeta>, [bool; 2])> = vec![
-            (watcher::Event::Init, [false, false]),
-            (watcher::Event::InitApply(meta("a")), [false, false]),
-            (watcher::Event::InitDone, [false, true]),
-            (watcher::Event::Apply(meta("b")), [false, false]),
-            (watcher::Event::Delete(meta("a")), [true, false]),
-            (watcher::Event::Apply(meta("a")), [false, false]),
-            (watcher::Event::Init, [false, false]),
-            (watcher::Event::InitApply(meta("b")), [false, false]),
-            (watcher::Event::InitDone, [true, false]),
+        let seen = |name: &str| (index.surely_absent("ns", name), index.version("ns", name));
+        let v = |s: &str| Some(s.to_string());
+        type Seen = [(bool, Option<String>); 2];
+        let steps: Vec<(watcher::Event<SecretMeta>, Seen)> = vec![
+            (watcher::Event::Init, [(false, None), (false, None)]),
+            (
+                watcher::Event::InitApply(meta("a", "1")),
+                [(false, None), (false, None)],
+            ),
+            (watcher::Event::InitDone, [(false, v("1")), (true, None)]),
+            (
+                watcher::Event::Apply(meta("b", "2")),
+                [(false, v("1")), (false, v("2"))],
+            ),
+            (
+                watcher::Event::Apply(meta("a", "3")),
+                [(false, v("3")), (false, v("2"))],
+            ),
+            (
+                watcher::Event::Delete(meta("a", "4")),
+                [(true, None), (false, v("2"))],
+            ),
+            (
+                watcher::Event::Apply(meta("a", "5")),
+                [(false, v("5")), (false, v("2"))],
+            ),
+            (watcher::Event::Init, [(false, v("5")), (false, v("2"))]),
+            (
+                watcher::Event::InitApply(meta("b", "6")),
+                [(false, v("5")), (false, v("6"))],
+            ),
+            (watcher::Event::InitDone, [(true, None), (false, v("6"))]),
         ];
         for (i, (event, want)) in steps.into_iter().enumerate() {
             index.apply(&event);
-            assert_eq!([absent("a"), absent("b")], want, "step {i}");
+            assert_eq!([seen("a"), seen("b")], want, "step {i}");
         }
     }
 }

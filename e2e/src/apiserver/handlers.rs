@@ -88,7 +88,14 @@ impl Req<'_> {
         let content_type = self.header(header::CONTENT_TYPE);
         let text =
             std::str::from_utf8(&self.body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
+        // kube-rs sends apply bodies as JSON under the YAML content type; JSON is YAML, so
+        // parse it as JSON first (cheaper by far) and as YAML only when that fails.
         if content_type.contains("yaml") {
+            if text.trim_start().starts_with('{')
+                && let Ok(value) = serde_json::from_str(text)
+            {
+                return Ok(value);
+            }
             return serde_saphyr::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
         }

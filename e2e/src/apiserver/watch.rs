@@ -43,7 +43,7 @@ impl WatchSpec {
 
     /// The event this watcher sees for a change, if any: a modification that moves an object
     /// into or out of the selection reads as ADDED or DELETED, as with kube-apiserver.
-    fn translate(&self, kind: ChangeKind, obj: &Value, old: Option<&Value>) -> Option<Value> {
+    fn translate(&self, kind: ChangeKind, obj: &Value, old: Option<&Value>) -> Option<Event> {
         let full = convert::to_view(&self.rt, obj.clone());
         let now = self.selects(&full);
         let then = old
@@ -56,7 +56,10 @@ impl WatchSpec {
             (ChangeKind::Added | ChangeKind::Deleted, _, true) => kind,
             _ => return None,
         };
-        Some(json!({ "type": kind.as_str(), "object": self.render(obj) }))
+        Some(Event {
+            kind: kind.as_str(),
+            object: self.render(obj),
+        })
     }
 
     fn concerns(&self, change: &Change) -> bool {
@@ -67,19 +70,44 @@ impl WatchSpec {
                 .is_none_or(|ns| *ns == change.key.namespace)
     }
 
-    fn bookmark(&self, rv: u64, initial_end: bool) -> Value {
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Event {
         let (kind, api_version) = self.output.bookmark_type(&self.rt);
         let mut metadata = json!({ "resourceVersion": rv.to_string() });
         if initial_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
-        json!({ "type": "BOOKMARK", "object": { "kind": kind, "apiVersion": api_version, "metadata": metadata } })
+        Event {
+            kind: "BOOKMARK",
+            object: json!({ "kind": kind, "apiVersion": api_version, "metadata": metadata }),
+        }
     }
 }
 
-fn line(event: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(event).expect("JSON values serialise");
-    bytes.push(b'\n');
+/// One `WatchEvent`: its `type` (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR) and object.
+struct Event {
+    kind: &'static str,
+    object: Value,
+}
+
+impl Event {
+    fn error(err: &ApiError) -> Event {
+        Event {
+            kind: "ERROR",
+            object: err.to_status(),
+        }
+    }
+}
+
+/// One line of the stream, `type` first as kube-apiserver writes it (its `WatchEvent` struct
+/// declares `type` before `object`): a client decoding the event as a tagged enum then reads
+/// the tag before the object instead of buffering the whole object to find it.
+fn line(event: &Event) -> Bytes {
+    let mut bytes = Vec::with_capacity(256);
+    bytes.extend_from_slice(b"{\"type\":\"");
+    bytes.extend_from_slice(event.kind.as_bytes());
+    bytes.extend_from_slice(b"\",\"object\":");
+    serde_json::to_writer(&mut bytes, &event.object).expect("JSON values serialise");
+    bytes.extend_from_slice(b"}\n");
     Bytes::from(bytes)
 }
 
@@ -90,9 +118,7 @@ pub fn body(spec: WatchSpec, start: Result<WatchStart, ApiError>, closer: watch:
         match start {
             Ok(start) => run(spec, start, closer, tx).await,
             Err(err) => {
-                let _ = tx
-                    .send(line(&json!({ "type": "ERROR", "object": err.to_status() })))
-                    .await;
+                let _ = tx.send(line(&Event::error(&err))).await;
             }
         }
     });
@@ -142,14 +168,14 @@ async fn run(spec: WatchSpec, start: WatchStart, mut closer: watch::Receiver<u64
                 // This watcher fell too far behind to replay what it missed: make it relist.
                 Err(RecvError::Lagged(_)) => {
                     let gone = ApiError::expired("too old resource version: watcher fell behind");
-                    json!({ "type": "ERROR", "object": gone.to_status() })
+                    Event::error(&gone)
                 }
                 Err(RecvError::Closed) => return,
             },
             _ = ticker.tick(), if spec.bookmarks => spec.bookmark(last_rv, false),
             _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => return,
         };
-        let is_error = next.get("type").and_then(Value::as_str) == Some("ERROR");
+        let is_error = next.kind == "ERROR";
         if tx.send(line(&next)).await.is_err() || is_error {
             return;
         }

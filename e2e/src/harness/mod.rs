@@ -13,6 +13,7 @@
 
 mod ca;
 mod cluster;
+pub mod cpu;
 mod crds;
 pub mod fleet;
 pub mod load;

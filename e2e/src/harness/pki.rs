@@ -35,6 +35,8 @@ pub struct LeafInfo {
     pub not_after: String,
     /// DER SubjectPublicKeyInfo.
     pub spki: Vec<u8>,
+    /// The serial number, as bytes.
+    pub serial: Vec<u8>,
 }
 
 /// The first certificate of a PEM chain.
@@ -62,6 +64,7 @@ pub fn parse_leaf(chain_pem: &[u8]) -> anyhow::Result<LeafInfo> {
         dns_names,
         not_after: cert.validity().not_after.to_string(),
         spki: cert.public_key().raw.to_vec(),
+        serial: cert.raw_serial().to_vec(),
     })
 }
 

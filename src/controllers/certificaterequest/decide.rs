@@ -28,6 +28,8 @@ pub struct RequestView {
     pub certificate: Option<Chain>,
     /// `status.failureTime`: set once, kept.
     pub failure_time: Option<Time>,
+    /// `metadata.creationTimestamp`: when the wait for approval began.
+    pub created: Option<Timestamp>,
 }
 
 impl RequestView {
@@ -87,7 +89,8 @@ pub enum IssuerState {
 pub enum Step {
     /// Nothing to write: terminal, or marked invalid by someone else.
     Leave,
-    /// Not approved yet: nothing to write; one Normal `WaitingForApproval` Event says so.
+    /// Not approved yet: nothing to write; one Normal `WaitingForApproval` Event says so once
+    /// the request has waited [`super::plan::APPROVAL_NOTICE_AFTER`].
     WaitForApproval,
     /// Denied by an approver: Ready=False/Denied with a failure time, once.
     Deny,

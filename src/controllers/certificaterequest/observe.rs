@@ -36,6 +36,7 @@ pub fn request_view(cr: &CertificateRequest) -> RequestView {
         invalid_request: cr.has_true(certmanager::INVALID_REQUEST),
         certificate,
         failure_time: status.and_then(|s| s.failure_time.clone()),
+        created: cr.metadata.creation_timestamp.as_ref().map(|t| t.0),
     }
 }
 

@@ -63,6 +63,20 @@ pub enum Window {
     Close,
 }
 
+/// How long a request waits for approval before its `WaitingForApproval` Event. cert-manager's
+/// approver answers within milliseconds, so the Event marks a request that is stuck (no
+/// approver, a policy that never decides) instead of costing every request a write.
+pub const APPROVAL_NOTICE_AFTER: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long until a request created at `created` has waited [`APPROVAL_NOTICE_AFTER`]; `None`
+/// when it has (or its creation time is unknown).
+pub fn approval_notice_in(created: Option<Timestamp>, now: Timestamp) -> Option<std::time::Duration> {
+    let waited = now.duration_since(created?);
+    let left = jiff::SignedDuration::try_from(APPROVAL_NOTICE_AFTER).ok()? - waited;
+    // A creation time ahead of our clock (skew) waits no longer than the delay.
+    (left.is_positive()).then(|| left.unsigned_abs().min(APPROVAL_NOTICE_AFTER))
+}
+
 const DENIED: &str = "The CertificateRequest was denied by an approval controller";
 const FETCHED: &str = "Certificate fetched from issuer successfully";
 const WAITING: &str = "Not signing until the request is approved (cert-manager's Approved condition)";
@@ -81,15 +95,18 @@ pub fn for_step(step: Step, request: &RequestView, held: &Held, announced: bool,
     match step {
         Step::Leave => idle(Next::AwaitChange, over),
         Step::WaitForApproval if announced => idle(Next::AwaitChange, Memo::default()),
-        Step::WaitForApproval => Decision {
-            plan: Plan {
-                status: None,
-                event: Some(Notice::normal(reason::WAITING_FOR_APPROVAL, "Sign", WAITING)),
-                next: Next::AwaitChange,
-            },
-            memo: Memo {
-                waiting: Waiting::Announced,
-                ..Memo::default()
+        Step::WaitForApproval => match approval_notice_in(request.created, now) {
+            Some(left) => idle(Next::After(left), Memo::default()),
+            None => Decision {
+                plan: Plan {
+                    status: None,
+                    event: Some(Notice::normal(reason::WAITING_FOR_APPROVAL, "Sign", WAITING)),
+                    next: Next::AwaitChange,
+                },
+                memo: Memo {
+                    waiting: Waiting::Announced,
+                    ..Memo::default()
+                },
             },
         },
         Step::Deny => written(

@@ -133,21 +133,12 @@ async fn sign_with<K: AnyIssuer>(
         return Outcome::Retry(format!("{} {:?} disappeared", K::KIND, cr.spec.issuer_ref.name));
     };
     let signer = &ctx.signer;
-    let credentials = match signer.credentials(issuer).await {
+    let client = match signer.client_for(issuer).await {
         Ok(c) => c,
-        Err(problem) => {
+        Err(unusable) => {
             return Outcome::IssuerFault {
-                message: problem.to_string(),
-                reason: problem.reason(),
-            };
-        }
-    };
-    let client = match signer.client(issuer, credentials) {
-        Ok(c) => c,
-        Err(err) => {
-            return Outcome::IssuerFault {
-                message: err.to_string(),
-                reason: signer::blame(&err),
+                message: unusable.to_string(),
+                reason: unusable.reason(),
             };
         }
     };

@@ -29,14 +29,20 @@ impl Clients {
         fingerprint: Fingerprint,
         config: impl FnOnce() -> ClientConfig,
     ) -> Result<Arc<Client>, Error> {
-        if let Some((fp, client)) = lock(&self.by_issuer).get(issuer)
-            && *fp == fingerprint
-        {
-            return Ok(client.clone());
+        if let Some(client) = self.get(issuer, &fingerprint) {
+            return Ok(client);
         }
         let client = Arc::new(Client::new(config())?);
         lock(&self.by_issuer).insert(issuer.to_string(), (fingerprint, client.clone()));
         Ok(client)
+    }
+
+    /// The cached client for `issuer`, if it was built from `fingerprint`.
+    pub fn get(&self, issuer: &str, fingerprint: &Fingerprint) -> Option<Arc<Client>> {
+        lock(&self.by_issuer)
+            .get(issuer)
+            .filter(|(fp, _)| fp == fingerprint)
+            .map(|(_, client)| client.clone())
     }
 
     /// Drops the client of a deleted issuer.
@@ -81,6 +87,12 @@ mod tests {
         let a = clients.get_or_build("Issuer/ns/a", fp(1, "10"), config).unwrap();
         let again = clients.get_or_build("Issuer/ns/a", fp(1, "10"), config).unwrap();
         assert!(Arc::ptr_eq(&a, &again));
+        assert!(Arc::ptr_eq(
+            &a,
+            &clients.get("Issuer/ns/a", &fp(1, "10")).unwrap()
+        ));
+        assert!(clients.get("Issuer/ns/a", &fp(1, "11")).is_none());
+        assert!(clients.get("Issuer/ns/b", &fp(1, "10")).is_none());
         let new_secret = clients.get_or_build("Issuer/ns/a", fp(1, "11"), config).unwrap();
         assert!(!Arc::ptr_eq(&a, &new_secret));
         let new_spec = clients.get_or_build("Issuer/ns/a", fp(2, "11"), config).unwrap();

@@ -1,5 +1,7 @@
 //! The request controller's plans, row by row.
 
+use std::time::Duration;
+
 use kube::runtime::events::EventType;
 
 use super::*;
@@ -102,9 +104,41 @@ fn step_table() {
             decision(None, None, Next::AwaitChange, memo(Over, none, false)),
         ),
         (
-            "first wait for approval: one Event, no write",
+            "waiting since an unknown time: one Event, no write",
             Step::WaitForApproval,
             fresh.clone(),
+            Held::Nothing,
+            false,
+            decision(
+                None,
+                notice(Normal, "WaitingForApproval", WAITING),
+                Next::AwaitChange,
+                memo(Announced, none, false),
+            ),
+        ),
+        (
+            "waiting 2 s: no Event yet, look again when it has waited 5 s",
+            Step::WaitForApproval,
+            RequestView {
+                created: Some(at("2026-11-22T09:59:58Z")),
+                ..fresh.clone()
+            },
+            Held::Nothing,
+            false,
+            decision(
+                None,
+                None,
+                Next::After(Duration::from_secs(3)),
+                memo(Unchanged, none, false),
+            ),
+        ),
+        (
+            "waited 5 s: one Event, no write",
+            Step::WaitForApproval,
+            RequestView {
+                created: Some(at("2026-11-22T09:59:55Z")),
+                ..fresh.clone()
+            },
             Held::Nothing,
             false,
             decision(
@@ -293,5 +327,26 @@ fn outcome_table() {
     ];
     for (row, outcome, want) in cases {
         assert_eq!(for_outcome(outcome, kind, &request, at(NOW)), want, "{row}");
+    }
+}
+
+#[test]
+fn approval_notice_table() {
+    let ms = Duration::from_millis;
+    // (row, created, want)
+    let cases = [
+        ("unknown creation", None, None),
+        ("just created", Some(NOW), Some(ms(5000))),
+        ("waited 4.5 s", Some("2026-11-22T09:59:55.5Z"), Some(ms(500))),
+        ("waited exactly 5 s", Some("2026-11-22T09:59:55Z"), None),
+        ("waited an hour", Some(EARLIER), None),
+        (
+            "created ahead of our clock",
+            Some("2026-11-22T10:01:00Z"),
+            Some(ms(5000)),
+        ),
+    ];
+    for (row, created, want) in cases {
+        assert_eq!(approval_notice_in(created.map(at), at(NOW)), want, "{row}");
     }
 }
