@@ -72,7 +72,7 @@ async fn thousand_requests_at_once() -> anyhow::Result<()> {
     let start = tokio::time::Instant::now();
     load::create_requests(env.client(), &env.ns, ISSUER, &requests, true, 32).await?;
     let created = start.elapsed();
-    let done = load::wait_all_issued(env.client(), &env.ns, N, &env.manager, WAIT).await?;
+    let done = load::wait_all_issued(env.client(), &env.ns, N, WAIT).await?;
     let elapsed = done.at - start;
     let counts = env.server().counts();
 
@@ -81,6 +81,7 @@ async fn thousand_requests_at_once() -> anyhow::Result<()> {
         (Verb::Create, "certificaterequests", N as u64),
         (Verb::Patch, "certificaterequests/status", N as u64),
         (Verb::List, "certificaterequests", done.lists),
+        (Verb::Watch, "certificaterequests", done.lists),
     ];
     let by_manager = load::without(&counts, &own);
     let writes = load::request_writes(&by_manager);

@@ -7,8 +7,8 @@
 
 pub mod schema;
 
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
-use kube::{Api, Resource, ResourceExt};
+use kube::api::{Patch, PatchParams};
+use kube::{Resource, ResourceExt};
 use serde_json::Value;
 
 /// The field manager of one controller.
@@ -57,15 +57,25 @@ pub async fn apply<K>(
 where
     K: Resource<DynamicType = ()>,
 {
-    // Erased to reach `/status` of either scope through one code path.
-    let resource = ApiResource::erase::<K>(&());
-    let api: Api<DynamicObject> = match obj.namespace() {
-        Some(ns) => Api::namespaced_with(client.clone(), &ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
     let params = PatchParams::apply(manager.as_str()).force();
-    let written = api
-        .patch_status(&obj.name_any(), &params, &Patch::Apply(body))
-        .await?;
-    Ok(written.resource_version())
+    let namespace = obj.namespace();
+    let request = kube::core::Request::new(K::url_path(&(), namespace.as_deref()))
+        .patch_subresource("status", &obj.name_any(), &params, &Patch::Apply(body))
+        .map_err(kube::Error::BuildRequest)?;
+    // Only the new resourceVersion is read from the answer: the rest of the object (its
+    // managedFields, a certificate chain) is skipped, not built.
+    let written: Written = client.request(request).await?;
+    Ok(written.metadata.resource_version)
+}
+
+/// What a status write answers that the controllers use.
+#[derive(serde::Deserialize)]
+struct Written {
+    metadata: WrittenMeta,
+}
+
+#[derive(serde::Deserialize)]
+struct WrittenMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: Option<String>,
 }

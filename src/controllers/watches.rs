@@ -28,7 +28,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Event;
 
-use super::certificaterequest::{RequestContext, expiry_labels, request_key};
+use super::certificaterequest::decide::is_terminal;
+use super::certificaterequest::{RequestContext, expiry_labels, request_key, request_view};
 use super::issuer::IssuerContext;
 use super::signer::key;
 use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
@@ -40,10 +41,23 @@ pub fn is_ours(cr: &CertificateRequest) -> bool {
     IssuerKind::for_issuer_ref(&cr.spec.issuer_ref).is_some()
 }
 
-/// Pure: the watch event the request cache and controller get, if any.
-pub fn trim_request_event(event: Event<CertificateRequest>) -> Option<Event<CertificateRequest>> {
+/// Pure: the watch event the request cache and controller get, if any. A terminal request
+/// (Issued, Failed, Denied) is cached without its CSR and chain unless `keep_chains` (the
+/// standalone controllers read a signed request's chain from the cache): the controller only
+/// needs its conditions, and 10,000 issued requests would otherwise hold ~40 MB of PEM.
+pub fn trim_request_event(
+    event: Event<CertificateRequest>,
+    keep_chains: bool,
+) -> Option<Event<CertificateRequest>> {
     let trim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
+        if !keep_chains && is_terminal(&request_view(&cr)) {
+            cr.spec.request = k8s_openapi::ByteString(Vec::new());
+            if let Some(status) = cr.status.as_mut() {
+                status.certificate = None;
+                status.ca = None;
+            }
+        }
         cr
     };
     match event {
@@ -86,7 +100,7 @@ pub fn request_event(
         ctx.signings.retain(|uid| live.contains(uid));
         ctx.memory.retain(&live);
     }
-    trim_request_event(event)
+    trim_request_event(event, ctx.shared.config.standalone.is_some())
 }
 
 /// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed

@@ -165,11 +165,11 @@ async fn run(spec: WatchSpec, start: WatchStart, mut closer: watch::Receiver<u64
                         None => continue,
                     }
                 }
-                // This watcher fell too far behind to replay what it missed: make it relist.
-                Err(RecvError::Lagged(_)) => {
-                    let gone = ApiError::expired("too old resource version: watcher fell behind");
-                    Event::error(&gone)
-                }
+                // This watcher fell behind: kube-apiserver's cacher closes an unresponsive
+                // watcher ("Forcing watcher close due to unresponsiveness") and the client
+                // watches again from its last resourceVersion, which history replays (or, once
+                // that is older than history, answers 410 and the client relists).
+                Err(RecvError::Lagged(_)) => return,
                 Err(RecvError::Closed) => return,
             },
             _ = ticker.tick(), if spec.bookmarks => spec.bookmark(last_rv, false),

@@ -7,7 +7,9 @@ use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use kube::ResourceExt;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
 
@@ -102,51 +104,66 @@ pub async fn request_reconcile_errors(manager: &Manager) -> anyhow::Result<u64> 
 /// All requests of a namespace once each is Ready with reason `Issued`.
 pub struct Completion {
     pub requests: Vec<CertificateRequest>,
-    /// Lists the wait made (the test's own API requests, to subtract).
+    /// Lists the wait made, each followed by a watch (the test's own API requests, to subtract).
     pub lists: u64,
-    /// When the list that found them all issued returned.
+    /// When the watch showed the last one issued.
     pub at: tokio::time::Instant,
 }
 
-/// Waits until the `n` requests in `namespace` are all `Issued`. The manager's issued counter
-/// is polled first (no API request); only then is the namespace listed, once per round, so
-/// the wait costs the API server a handful of lists rather than a get per request.
+/// Waits until the `n` requests in `namespace` are all `Issued`, following them with one watch
+/// of the namespace: the wait costs the API server a list and a watch (more only if the watch
+/// must relist), and the manager nothing.
 pub async fn wait_all_issued(
     client: &Client,
     namespace: &str,
     n: usize,
-    manager: &Manager,
     timeout: Duration,
 ) -> anyhow::Result<Completion> {
-    let deadline = tokio::time::Instant::now() + timeout;
     let api = Api::<CertificateRequest>::namespaced(client.clone(), namespace);
+    // Only the issued ones, so that "all issued" is a length check.
+    let mut issued = std::collections::HashMap::<String, CertificateRequest>::new();
+    let mut waiting = None;
     let mut lists = 0;
-    loop {
-        if issued_total(manager).await.unwrap_or(0) >= n as u64 {
-            lists += 1;
-            let listed = api.list(&ListParams::default()).await?.items;
-            let issued = listed.iter().filter(|r| is_issued(r)).count();
-            if issued >= n {
-                return Ok(Completion {
-                    requests: listed,
-                    lists,
-                    at: tokio::time::Instant::now(),
-                });
+    let mut events = watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let follow = async {
+        while let Some(event) = events.try_next().await? {
+            let cr = match event {
+                watcher::Event::Init => {
+                    lists += 1;
+                    continue;
+                }
+                watcher::Event::InitDone => continue,
+                watcher::Event::Apply(cr) | watcher::Event::InitApply(cr) => cr,
+                watcher::Event::Delete(cr) => {
+                    issued.remove(&cr.name_any());
+                    continue;
+                }
+            };
+            if is_issued(&cr) {
+                issued.insert(cr.name_any(), cr);
+            } else {
+                issued.remove(&cr.name_any());
+                waiting = Some((cr.name_any(), objects::ready_of(&cr)));
+            }
+            if issued.len() >= n {
+                return anyhow::Ok(());
             }
         }
-        if tokio::time::Instant::now() >= deadline {
-            let listed = api.list(&ListParams::default()).await?.items;
-            let issued = listed.iter().filter(|r| is_issued(r)).count();
-            let other = listed
-                .iter()
-                .find(|r| !is_issued(r))
-                .map(|r| (r.metadata.name.clone(), objects::ready_of(r)));
-            anyhow::bail!(
-                "timed out after {timeout:?}: {issued} of {n} requests issued; e.g. {other:?} not yet"
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        anyhow::bail!("the watch of {namespace} ended")
+    };
+    if tokio::time::timeout(timeout, follow).await.is_err() {
+        let count = issued.len();
+        anyhow::bail!(
+            "timed out after {timeout:?}: {count} of {n} requests issued; e.g. {waiting:?} not yet"
+        );
     }
+    Ok(Completion {
+        requests: issued.into_values().collect(),
+        lists,
+        at: tokio::time::Instant::now(),
+    })
 }
 
 pub fn is_issued(request: &CertificateRequest) -> bool {

@@ -166,14 +166,7 @@ fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, ch
             issuer: issuer.into(),
         })
         .inc();
-    let not_after = crate::pki::certificates_in(&chain.certificates)
-        .ok()
-        .and_then(|ders| {
-            let leaf = ders.first()?;
-            x509_parser::parse_x509_certificate(leaf)
-                .ok()
-                .map(|(_, c)| c.validity().not_after.timestamp())
-        });
+    let not_after = crate::pki::leaf_not_after(&chain.certificates);
     if let Some(not_after) = not_after {
         metrics
             .certificate_expiry

@@ -101,10 +101,51 @@ fn foreign_requests_never_reach_the_cache() {
     for (row, event, want) in cases {
         // Events have no PartialEq; their Debug form shows every field.
         assert_eq!(
-            format!("{:?}", trim_request_event(event)),
+            format!("{:?}", trim_request_event(event, true)),
             format!("{want:?}"),
             "{row}"
         );
+    }
+}
+
+#[test]
+fn terminal_requests_are_cached_without_csr_and_chain() {
+    let with_ready = |status: &str, reason: &str| {
+        let mut cr = request("r", crate::api::GROUP, "web");
+        let conditions = &mut cr.status.as_mut().unwrap().conditions;
+        conditions[0].status = status.into();
+        conditions[0].reason = reason.into();
+        cr
+    };
+    // What the cache keeps: (CSR bytes, has certificate).
+    let kept =
+        |cr: CertificateRequest, keep_chains: bool| match trim_request_event(Event::Apply(cr), keep_chains) {
+            Some(Event::Apply(cr)) => (
+                cr.spec.request.0.len(),
+                cr.status.and_then(|s| s.certificate).is_some(),
+            ),
+            other => panic!("{other:?}"),
+        };
+    // (row, request, keep_chains, want)
+    let cases = [
+        ("issued", with_ready("True", "Issued"), false, (0, false)),
+        (
+            "issued, standalone",
+            with_ready("True", "Issued"),
+            true,
+            (3, true),
+        ),
+        ("failed", with_ready("False", "Failed"), false, (0, false)),
+        ("denied", with_ready("False", "Denied"), false, (0, false)),
+        (
+            "pending keeps its CSR",
+            with_ready("False", "Pending"),
+            false,
+            (3, true),
+        ),
+    ];
+    for (row, cr, keep_chains, want) in cases {
+        assert_eq!(kept(cr, keep_chains), want, "{row}");
     }
 }
 
@@ -119,7 +160,7 @@ fn the_cache_holds_only_our_requests() {
     // A request that changed group (cert-manager forbids it) leaves the cache.
     events.push(Event::Apply(request("moved", crate::api::GROUP, "x")));
     events.push(Event::Apply(request("moved", "cert-manager.io", "x")));
-    for event in events.into_iter().filter_map(trim_request_event) {
+    for event in events.into_iter().filter_map(|e| trim_request_event(e, false)) {
         writer.apply_watcher_event(&event);
     }
     let names: Vec<String> = store.state().iter().map(|cr| cr.name_any()).collect();

@@ -155,6 +155,7 @@ async fn through_manager(
         (Verb::Create, "certificaterequests", n as u64),
         (Verb::Patch, "certificaterequests/status", n as u64),
         (Verb::List, "certificaterequests", done.lists),
+        (Verb::Watch, "certificaterequests", done.lists),
     ];
     let reconcile_errors = load::request_reconcile_errors(&manager).await?;
     Ok(Figures {
@@ -192,7 +193,7 @@ async fn wait_issued(
     n: usize,
     manager: &Manager,
 ) -> anyhow::Result<Completion> {
-    match load::wait_all_issued(client, ns, n, manager, WAIT).await {
+    match load::wait_all_issued(client, ns, n, WAIT).await {
         Ok(done) => Ok(done),
         Err(err) => {
             // The manager's log lives in a temporary directory: keep it for the post-mortem.
