@@ -124,9 +124,10 @@ pub async fn wait_all_issued(
     let mut issued = std::collections::HashMap::<String, CertificateRequest>::new();
     let mut waiting = None;
     let mut lists = 0;
-    let mut events = watcher(api.clone(), watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    // One unpaged list, so that each list the wait makes is one API request.
+    let mut config = watcher::Config::default();
+    config.page_size = None;
+    let mut events = watcher(api.clone(), config).default_backoff().boxed();
     let follow = async {
         while let Some(event) = events.try_next().await? {
             let cr = match event {
