@@ -354,7 +354,8 @@ mod tests {
     fn leaf_not_after_reads_the_first_certificate() {
         let p = pki();
         let chain = format!("{}{}", p.leaf_pem, p.int_pem);
-        let leaf = X509Certificate::from_der(&der(&p.leaf_pem)).unwrap().1;
+        let leaf_der = der(&p.leaf_pem);
+        let leaf = X509Certificate::from_der(&leaf_der).unwrap().1;
         let want = leaf.validity().not_after.timestamp();
         assert_eq!(leaf_not_after(&chain), Some(want));
         assert_eq!(leaf_not_after("nothing"), None);

@@ -125,8 +125,10 @@ pub async fn wait_all_issued(
     let mut waiting = None;
     let mut lists = 0;
     // One unpaged list, so that each list the wait makes is one API request.
-    let mut config = watcher::Config::default();
-    config.page_size = None;
+    let config = watcher::Config {
+        page_size: None,
+        ..Default::default()
+    };
     let mut events = watcher(api.clone(), config).default_backoff().boxed();
     let follow = async {
         while let Some(event) = events.try_next().await? {

@@ -5,6 +5,9 @@ use std::time::Duration;
 use e2e::apiserver::Counts;
 use e2e::harness::load;
 
+/// One printed line: what, the measured value, and the target with whether it is met.
+type Row = (String, String, Option<(String, bool)>);
+
 /// Everything one run measured.
 pub struct Figures {
     pub n: usize,
@@ -80,7 +83,7 @@ impl Figures {
     }
 
     /// (what, measured, (target, met)).
-    fn rows(&self) -> Vec<(String, String, Option<(String, bool)>)> {
+    fn rows(&self) -> Vec<Row> {
         let target = |t: &str, ok: bool| Some((t.to_string(), ok));
         let n = self.n;
         let cpu = |d: Option<Duration>| d.map_or("-".to_string(), |d| format!("{:.0}", us(d)));
