@@ -71,10 +71,11 @@ where
 /// What a status write answers that the controllers use.
 #[derive(serde::Deserialize)]
 struct Written {
+    #[serde(default)]
     metadata: WrittenMeta,
 }
 
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, Default)]
 struct WrittenMeta {
     #[serde(rename = "resourceVersion")]
     resource_version: Option<String>,

@@ -62,3 +62,13 @@ pub fn unique(prefix: &str) -> String {
     let suffix: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("{prefix}-{suffix}")
 }
+
+/// The environment variable `name` parsed, or `default` when it is unset (benches' settings).
+pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name}={v:?} is not valid")),
+        Err(_) => Ok(default),
+    }
+}

@@ -309,8 +309,8 @@ async fn causes_are_sources_and_messages_are_unchanged() {
                 crate::pki::certificates_in("-----BEGIN CERTIFICATE-----\n!!\n-----END CERTIFICATE-----\n")
                     .unwrap_err(),
             ),
-            r#"authsign at https://ca (label "l"): unusable certificate: not PEM: invalid data: Invalid symbol 33, offset 0."#,
-            Some("not PEM: invalid data: Invalid symbol 33, offset 0."),
+            r#"authsign at https://ca (label "l"): unusable certificate: not PEM: base64 decode error: InvalidCharacter(33)"#,
+            Some("not PEM: base64 decode error: InvalidCharacter(33)"),
         ),
         (
             "certificate for another key",

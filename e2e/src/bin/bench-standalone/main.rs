@@ -23,7 +23,7 @@ use base64::Engine as _;
 
 use cfssl_issuer::pki::keys::KeySpec;
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Cluster, KEY_HEX, Manager, ManagerOptions, load, manager_binary};
+use e2e::harness::{Cluster, KEY_HEX, Manager, ManagerOptions, env_or, load, manager_binary};
 use phase::{Bench, Outcome};
 
 const LABEL: &str = "intermediate1";
@@ -43,15 +43,6 @@ struct Settings {
     secrets: usize,
     secret_size: usize,
     tls: bool,
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{name}={v:?} is not valid")),
-        Err(_) => Ok(default),
-    }
 }
 
 #[tokio::main]

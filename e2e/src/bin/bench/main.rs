@@ -27,7 +27,9 @@ use base64::Engine as _;
 use e2e::apiserver::Verb;
 use e2e::harness::load::Completion;
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Cluster, Csr, KEY_HEX, Manager, ManagerOptions, cpu, load, manager_binary, parse_leaf};
+use e2e::harness::{
+    Cluster, Csr, KEY_HEX, Manager, ManagerOptions, cpu, env_or, load, manager_binary, parse_leaf,
+};
 
 use self::ca::{BenchCa, LABEL, PROFILE};
 use self::report::Figures;
@@ -39,15 +41,6 @@ const CLIENT_CONCURRENCY: usize = 32;
 const WAIT: Duration = Duration::from_secs(600);
 /// The manager's `--concurrency` default, which the raw loop matches when none is given.
 const DEFAULT_CONCURRENCY: usize = 8;
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .map_err(|_| anyhow::anyhow!("{name}={v:?} is not valid")),
-        Err(_) => Ok(default),
-    }
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
