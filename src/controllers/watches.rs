@@ -32,7 +32,7 @@ use super::certificaterequest::decide::is_terminal;
 use super::certificaterequest::{RequestContext, expiry_labels, request_key, request_view};
 use super::issuer::IssuerContext;
 use super::signer::key;
-use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
+use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec, CertificateRequestStatus};
 use crate::api::{AnyIssuer, IssuerKind};
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
@@ -52,32 +52,47 @@ pub fn trim_request_event(
     let trim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
         if !keep_chains && is_terminal(&request_view(&cr)) {
-            cr.spec.request = k8s_openapi::ByteString(Vec::new());
-            if let Some(status) = cr.status.as_mut() {
-                status.certificate = None;
-                status.ca = None;
-            }
+            return terminal(cr);
         }
         cr
     };
     match event {
         Event::Apply(cr) if is_ours(&cr) => Some(Event::Apply(trim(cr))),
         // Removes it from the cache should it have been ours before; never triggers a reconcile.
-        Event::Apply(cr) => Some(Event::Delete(bare(cr))),
+        Event::Apply(cr) => Some(Event::Delete(bare(&cr))),
         Event::InitApply(cr) if is_ours(&cr) => Some(Event::InitApply(trim(cr))),
         Event::InitApply(_) => None,
         Event::Delete(cr) if is_ours(&cr) => Some(Event::Delete(trim(cr))),
-        Event::Delete(cr) => Some(Event::Delete(bare(cr))),
+        Event::Delete(cr) => Some(Event::Delete(bare(&cr))),
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
     }
 }
 
+/// What a terminal request needs in the cache: what names it, its issuerRef (ours or not), its
+/// conditions, and the Certificate it belongs to (its expiry series goes when it is deleted).
+fn terminal(cr: CertificateRequest) -> CertificateRequest {
+    let mut kept = bare(&cr);
+    kept.metadata.resource_version = cr.metadata.resource_version;
+    kept.metadata.creation_timestamp = cr.metadata.creation_timestamp;
+    kept.metadata.annotations = cr.metadata.annotations.map(|mut annotations| {
+        annotations.retain(|k, _| k == CERTIFICATE_NAME);
+        annotations
+    });
+    kept.spec.issuer_ref = cr.spec.issuer_ref;
+    kept.status = cr.status.map(|status| CertificateRequestStatus {
+        conditions: status.conditions,
+        failure_time: status.failure_time,
+        ..Default::default()
+    });
+    kept
+}
+
 /// Only what names the object.
-fn bare(cr: CertificateRequest) -> CertificateRequest {
+fn bare(cr: &CertificateRequest) -> CertificateRequest {
     let mut bare = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
-    bare.metadata.namespace = cr.metadata.namespace;
-    bare.metadata.uid = cr.metadata.uid;
+    bare.metadata.namespace = cr.metadata.namespace.clone();
+    bare.metadata.uid = cr.metadata.uid.clone();
     bare
 }
 

@@ -149,6 +149,35 @@ fn terminal_requests_are_cached_without_csr_and_chain() {
     }
 }
 
+/// An issued request keeps only what the controller, the issuer watches and the expiry series
+/// look at.
+#[test]
+fn an_issued_request_is_cached_as_its_names_issuer_and_conditions() {
+    let mut cr = request("r", crate::api::GROUP, "web");
+    cr.metadata.resource_version = Some("7".into());
+    cr.metadata.labels = Some([("app".to_string(), "x".to_string())].into());
+    cr.metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert("other".into(), "y".into());
+    cr.spec.usages = vec!["server auth".into()];
+    cr.spec.username = "alice".into();
+    let Some(Event::Apply(kept)) = trim_request_event(Event::Apply(cr.clone()), false) else {
+        panic!("kept as an apply")
+    };
+    let mut want = bare("r");
+    want.metadata.resource_version = Some("7".into());
+    want.metadata.annotations =
+        Some([("cert-manager.io/certificate-name".to_string(), "web".to_string())].into());
+    want.spec.issuer_ref = cr.spec.issuer_ref.clone();
+    want.status = Some(crate::api::certmanager::CertificateRequestStatus {
+        conditions: cr.status.as_ref().unwrap().conditions.clone(),
+        ..Default::default()
+    });
+    assert_eq!(format!("{kept:?}"), format!("{want:?}"));
+}
+
 #[test]
 fn the_cache_holds_only_our_requests() {
     let (store, mut writer) = reflector::store::<CertificateRequest>();
