@@ -91,8 +91,8 @@ fn terminal(cr: CertificateRequest) -> CertificateRequest {
 /// Only what names the object.
 fn bare(cr: &CertificateRequest) -> CertificateRequest {
     let mut bare = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
-    bare.metadata.namespace = cr.metadata.namespace.clone();
-    bare.metadata.uid = cr.metadata.uid.clone();
+    bare.metadata.namespace.clone_from(&cr.metadata.namespace);
+    bare.metadata.uid.clone_from(&cr.metadata.uid);
     bare
 }
 
