@@ -28,8 +28,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Event;
 
-use super::certificaterequest::decide::is_terminal;
-use super::certificaterequest::{RequestContext, expiry_labels, request_key, request_view};
+use super::certificaterequest::observe::is_terminal;
+use super::certificaterequest::{RequestContext, expiry_labels, request_key};
 use super::issuer::IssuerContext;
 use super::signer::key;
 use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec, CertificateRequestStatus};
@@ -51,7 +51,7 @@ pub fn trim_request_event(
 ) -> Option<Event<CertificateRequest>> {
     let trim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
-        if !keep_chains && is_terminal(&request_view(&cr)) {
+        if !keep_chains && is_terminal(&cr) {
             return terminal(cr);
         }
         cr

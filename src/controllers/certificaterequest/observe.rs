@@ -14,12 +14,7 @@ use crate::pki::Chain;
 /// The request's own state.
 pub fn request_view(cr: &CertificateRequest) -> RequestView {
     let status = cr.status.as_ref();
-    let ready = cr.condition(certmanager::READY).map(|c| Ready {
-        status: ConditionStatus::parse(&c.status).unwrap_or(ConditionStatus::Unknown),
-        reason: RequestReason::parse(&c.reason),
-        message: c.message.clone(),
-        since: c.last_transition_time.clone(),
-    });
+    let ready = ready_of(cr);
     let pem = |bytes: Option<&k8s_openapi::ByteString>| {
         bytes
             .filter(|b| !b.0.is_empty())
@@ -38,6 +33,24 @@ pub fn request_view(cr: &CertificateRequest) -> RequestView {
         failure_time: status.and_then(|s| s.failure_time.clone()),
         created: cr.metadata.creation_timestamp.as_ref().map(|t| t.0),
     }
+}
+
+/// The request's `Ready` condition, typed.
+pub fn ready_of(cr: &CertificateRequest) -> Option<Ready> {
+    cr.condition(certmanager::READY).map(|c| Ready {
+        status: ConditionStatus::parse(&c.status).unwrap_or(ConditionStatus::Unknown),
+        reason: RequestReason::parse(&c.reason),
+        message: c.message.clone(),
+        since: c.last_transition_time.clone(),
+    })
+}
+
+/// Whether the request is done (Issued, Failed, Denied), from its conditions alone.
+pub fn is_terminal(cr: &CertificateRequest) -> bool {
+    super::decide::is_terminal(&RequestView {
+        ready: ready_of(cr),
+        ..RequestView::default()
+    })
 }
 
 /// The issuer the request names, from the shared caches; `None` when the request is not for

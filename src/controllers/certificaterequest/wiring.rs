@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::{RequestContext, decide, error_policy, reconcile, request_view};
+use super::{RequestContext, error_policy, observe, reconcile};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{ClusterIssuer, Issuer, IssuerKind};
 use crate::controllers::wiring::{Wiring, drive};
@@ -58,7 +58,7 @@ pub fn requests_for(
             r.name == name
                 && IssuerKind::for_issuer_ref(r) == Some(Ok(kind))
                 && (namespace.is_none() || cr.namespace().as_deref() == namespace)
-                && !decide::is_terminal(&request_view(cr))
+                && !observe::is_terminal(cr)
         })
         .map(|cr| ObjectRef::from_obj(&**cr))
         .collect()
