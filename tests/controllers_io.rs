@@ -9,6 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
 use cfssl_issuer::api::GROUP;
 use cfssl_issuer::controllers::{certificaterequest, issuer};
 use http::{Method, StatusCode};
@@ -641,4 +642,62 @@ async fn a_second_reconcile_while_the_sign_is_in_flight_sends_nothing() {
     expect_event(&mut api, "apps", "Issued").await;
     bounded(first).await.unwrap().unwrap();
     assert_eq!(ca.issued_count(), Some(1));
+}
+
+/// The signer reads the credential Secret to build a client, then reuses the client without
+/// reading the Secret while the Secret metadata watch shows it at the same resourceVersion;
+/// a new version means one fresh read and a new client.
+#[tokio::test]
+async fn the_credential_secret_is_read_again_only_when_its_version_changes() {
+    use kube::runtime::watcher::Event;
+    let ca = issuer("apps", "ca", "http://127.0.0.1:1");
+    let (ctx, mut handle) = context(vec![ca.clone()], vec![]);
+    let signer = ctx.requests.signer.clone();
+    let seen = |version: &str| {
+        let mut meta = cfssl_issuer::controllers::wiring::SecretMeta::default();
+        meta.metadata.namespace = Some("apps".into());
+        meta.metadata.name = Some("creds".into());
+        meta.metadata.resource_version = Some(version.into());
+        meta
+    };
+    let index = signer.secret_index();
+    for event in [Event::Init, Event::InitApply(seen("5")), Event::InitDone] {
+        index.apply(&event);
+    }
+    let spawn_client_for = || {
+        let (signer, ca) = (signer.clone(), ca.clone());
+        tokio::spawn(async move { signer.client_for(&ca).await.map_err(|e| e.to_string()) })
+    };
+    // First use: nothing cached, so the Secret is read.
+    let task = spawn_client_for();
+    answer_secret(&mut handle, "5").await;
+    let first = finish(task).await.unwrap();
+    // Same version: the cached client, no request.
+    let again = bounded(signer.client_for(&ca)).await.unwrap();
+    assert!(Arc::ptr_eq(&first, &again));
+    no_more_requests(&mut handle).await;
+    // The Secret changed: read once more, a new client.
+    index.apply(&Event::Apply(seen("6")));
+    let task = spawn_client_for();
+    answer_secret(&mut handle, "6").await;
+    let changed = finish(task).await.unwrap();
+    assert!(!Arc::ptr_eq(&first, &changed));
+    no_more_requests(&mut handle).await;
+}
+
+/// Expects the GET of `apps/creds` and answers with the test key at `version`.
+async fn answer_secret(handle: &mut ApiHandle, version: &str) {
+    let (method, uri, _, send) = next(handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/apps/secrets/creds")
+    );
+    let key = base64::engine::general_purpose::STANDARD.encode("0123456789abcdef0123456789abcdef");
+    answer(
+        send,
+        StatusCode::OK,
+        &json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": "apps", "resourceVersion": version},
+                "data": {"key": key}}),
+    );
 }

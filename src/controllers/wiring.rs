@@ -108,7 +108,8 @@ impl SecretIndex {
             .cloned()
     }
 
-    fn apply(&self, event: &watcher::Event<SecretMeta>) {
+    /// Follows one event of the Secret metadata watch.
+    pub fn apply(&self, event: &watcher::Event<SecretMeta>) {
         let entry = |s: &SecretMeta| {
             let key = (
                 s.metadata.namespace.clone().unwrap_or_default(),
