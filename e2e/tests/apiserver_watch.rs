@@ -443,3 +443,64 @@ async fn watch_lines_carry_type_before_object() {
     let event: Value = serde_json::from_str(lines[0]).unwrap();
     assert_eq!(event["object"]["metadata"]["name"], "a");
 }
+
+/// kube-apiserver's cacher closes a watcher that cannot keep up ("Forcing watcher close due to
+/// unresponsiveness") without an ERROR event; the client watches again from the last
+/// resourceVersion it saw and, while that is in the watch cache, gets the rest without a
+/// relist. Here a watch whose client stops reading falls behind a 4-change buffer.
+#[tokio::test]
+async fn a_watch_that_falls_behind_is_closed_and_resumes_from_its_last_version() {
+    let h = start_with(Options {
+        watch_buffer: 4,
+        ..Options::default()
+    })
+    .await;
+    let cms: Api<ConfigMap> = h.api();
+    let mut stream = cms
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    // Large objects, so that the server's queue and the socket fill while nobody reads.
+    const N: usize = 600;
+    let big = "x".repeat(64 * 1024);
+    for i in 0..N {
+        let mut cm = config_map(&format!("c{i:03}"), &[]);
+        cm.data = Some([("k".to_string(), big.clone())].into());
+        cms.create(&PostParams::default(), &cm).await.unwrap();
+    }
+    let mut names = Vec::new();
+    let mut last = String::new();
+    while let Some(event) = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .expect("the closed watch ends")
+        .unwrap()
+    {
+        match event {
+            WatchEvent::Added(cm) => {
+                last = cm.resource_version().unwrap();
+                names.push(cm.name_any());
+            }
+            other => panic!("no ERROR or other event when closed: {other:?}"),
+        }
+    }
+    assert!(
+        !names.is_empty() && names.len() < N,
+        "closed after {} of {N}",
+        names.len()
+    );
+    let rest: Vec<String> = cms
+        .watch(&WatchParams::default().disable_bookmarks().timeout(1), &last)
+        .await
+        .unwrap()
+        .map_ok(|event| match event {
+            WatchEvent::Added(cm) => cm.name_any(),
+            other => panic!("resumed from history: {other:?}"),
+        })
+        .try_collect()
+        .await
+        .unwrap();
+    names.extend(rest);
+    let want: Vec<String> = (0..N).map(|i| format!("c{i:03}")).collect();
+    assert_eq!(names, want);
+}

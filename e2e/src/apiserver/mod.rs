@@ -126,6 +126,8 @@ pub struct Options {
     pub namespace: String,
     /// How many changes watches can resume from; older resourceVersions get 410 Gone.
     pub history_limit: usize,
+    /// How many changes a watch may fall behind its client before it is closed.
+    pub watch_buffer: usize,
     /// How often watches with `allowWatchBookmarks=true` get a BOOKMARK.
     pub bookmark_interval: Duration,
 }
@@ -139,6 +141,7 @@ impl Default for Options {
             kubeconfig: None,
             namespace: "default".into(),
             history_limit: 10_000,
+            watch_buffer: 16 * 1024,
             bookmark_interval: Duration::from_secs(1),
         }
     }
@@ -220,7 +223,7 @@ impl TestServer {
         )?;
 
         let shared = Arc::new(Shared {
-            store: Mutex::new(Store::new(options.history_limit)),
+            store: Mutex::new(Store::new(options.history_limit, options.watch_buffer)),
             faults: Mutex::new(Faults::default()),
             closer: signal::channel(0).0,
             token: token.clone(),

@@ -169,8 +169,8 @@ fn ns_key(rt: &ResourceType, ns: Option<&str>, name: &str) -> ObjKey {
 }
 
 impl Store {
-    pub fn new(history_limit: usize) -> Self {
-        let (changes, _) = broadcast::channel(16 * 1024);
+    pub fn new(history_limit: usize, watch_buffer: usize) -> Self {
+        let (changes, _) = broadcast::channel(watch_buffer.max(1));
         let mut store = Store {
             registry: Registry::default(),
             objects: BTreeMap::new(),
