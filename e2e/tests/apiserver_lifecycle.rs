@@ -196,10 +196,7 @@ async fn deleting_an_owner_deletes_its_dependents() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     let cms: Api<ConfigMap> = h.api();
-    let owner = secrets
-        .create(&PostParams::default(), &support::secret("owner", &[]))
-        .await
-        .unwrap();
+    let owner = new_secret(&secrets, "owner").await;
     let mut child = config_map("child", &[]);
     child.metadata.owner_references = Some(vec![owned_by(&owner)]);
     cms.create(&PostParams::default(), &child).await.unwrap();
@@ -228,10 +225,7 @@ async fn orphan_propagation_keeps_dependents() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     let cms: Api<ConfigMap> = h.api();
-    let owner = secrets
-        .create(&PostParams::default(), &support::secret("owner", &[]))
-        .await
-        .unwrap();
+    let owner = new_secret(&secrets, "owner").await;
     let mut child = config_map("child", &[]);
     child.metadata.owner_references = Some(vec![owned_by(&owner)]);
     cms.create(&PostParams::default(), &child).await.unwrap();
@@ -249,14 +243,8 @@ async fn dependents_with_a_surviving_owner_stay() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     let cms: Api<ConfigMap> = h.api();
-    let a = secrets
-        .create(&PostParams::default(), &support::secret("a", &[]))
-        .await
-        .unwrap();
-    let b = secrets
-        .create(&PostParams::default(), &support::secret("b", &[]))
-        .await
-        .unwrap();
+    let a = new_secret(&secrets, "a").await;
+    let b = new_secret(&secrets, "b").await;
     let mut child = config_map("child", &[]);
     let mut second = owned_by(&b);
     second.controller = None;
@@ -274,20 +262,11 @@ async fn objects_written_with_only_gone_owners_are_collected() {
     let h = start().await;
     let secrets: Api<Secret> = h.api();
     let cms: Api<ConfigMap> = h.api();
-    let owner = secrets
-        .create(&PostParams::default(), &support::secret("owner", &[]))
-        .await
-        .unwrap();
+    let owner = new_secret(&secrets, "owner").await;
     let old_ref = owned_by(&owner);
     secrets.delete("owner", &DeleteParams::default()).await.unwrap();
-    let again = secrets
-        .create(&PostParams::default(), &support::secret("owner", &[]))
-        .await
-        .unwrap();
-    let live = secrets
-        .create(&PostParams::default(), &support::secret("live", &[]))
-        .await
-        .unwrap();
+    let again = new_secret(&secrets, "owner").await;
+    let live = new_secret(&secrets, "live").await;
 
     // Created naming only the deleted owner (same name as a live Secret, another uid): collected.
     let mut stale = config_map("stale", &[]);
@@ -417,4 +396,12 @@ async fn custom_resources_are_checked_against_their_schema() {
     let err = h.client.request_text(req).await.unwrap_err();
     assert_eq!(code(&err), 400, "strict field validation rejects unknown fields");
     assert_eq!(widgets.get("w").await.unwrap().name_any(), "w");
+}
+
+/// Creates an empty Secret `name` (an owner for the collector's tests).
+async fn new_secret(secrets: &Api<Secret>, name: &str) -> Secret {
+    secrets
+        .create(&PostParams::default(), &support::secret(name, &[]))
+        .await
+        .unwrap()
 }

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -53,15 +52,16 @@ pub async fn create_all(
     concurrency: usize,
 ) -> anyhow::Result<()> {
     let api = Api::<Certificate>::namespaced(client.clone(), namespace);
-    stream::iter(certificates.iter().map(|crt| {
-        let api = &api;
-        async move {
-            api.create(&PostParams::default(), crt).await?;
-            anyhow::Ok(())
-        }
-    }))
-    .buffer_unordered(concurrency)
-    .try_collect()
+    super::all_at_once(
+        certificates.iter().map(|crt| {
+            let api = &api;
+            async move {
+                api.create(&PostParams::default(), crt).await?;
+                anyhow::Ok(())
+            }
+        }),
+        concurrency,
+    )
     .await
 }
 
@@ -104,10 +104,11 @@ pub async fn trigger_all(
     concurrency: usize,
 ) -> anyhow::Result<()> {
     let api = Api::<Certificate>::namespaced(client.clone(), namespace);
-    stream::iter(certificates.iter().map(|crt| manual_trigger(&api, crt)))
-        .buffer_unordered(concurrency)
-        .try_collect()
-        .await
+    super::all_at_once(
+        certificates.iter().map(|crt| manual_trigger(&api, crt)),
+        concurrency,
+    )
+    .await
 }
 
 /// Whether `crt` is Ready at `revision` with no issuance under way.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt, stream};
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
@@ -42,24 +42,25 @@ pub async fn create_requests(
     approve: bool,
     concurrency: usize,
 ) -> anyhow::Result<()> {
-    stream::iter(requests.iter().map(|(name, csr)| async move {
-        objects::create_request(
-            client,
-            namespace,
-            name,
-            GROUP,
-            Kind::Issuer.as_str(),
-            issuer,
-            &csr.pem,
-        )
-        .await?;
-        if approve {
-            objects::approve(client, namespace, name).await?;
-        }
-        anyhow::Ok(())
-    }))
-    .buffer_unordered(concurrency)
-    .try_collect::<()>()
+    super::all_at_once(
+        requests.iter().map(|(name, csr)| async move {
+            objects::create_request(
+                client,
+                namespace,
+                name,
+                GROUP,
+                Kind::Issuer.as_str(),
+                issuer,
+                &csr.pem,
+            )
+            .await?;
+            if approve {
+                objects::approve(client, namespace, name).await?;
+            }
+            anyhow::Ok(())
+        }),
+        concurrency,
+    )
     .await
 }
 
@@ -70,13 +71,12 @@ pub async fn approve_all<'a>(
     names: impl IntoIterator<Item = &'a str>,
     concurrency: usize,
 ) -> anyhow::Result<()> {
-    stream::iter(
+    super::all_at_once(
         names
             .into_iter()
             .map(|name| objects::approve(client, namespace, name)),
+        concurrency,
     )
-    .buffer_unordered(concurrency)
-    .try_collect::<()>()
     .await
 }
 
@@ -231,26 +231,27 @@ pub async fn create_secrets(
     concurrency: usize,
 ) -> anyhow::Result<()> {
     let api = Api::<Secret>::namespaced(client.clone(), namespace);
-    stream::iter((0..n).map(|i| {
-        let api = api.clone();
-        async move {
-            let mut data = vec![0u8; size];
-            getrandom::fill(&mut data).map_err(|e| anyhow::anyhow!("random bytes: {e}"))?;
-            let secret = Secret {
-                metadata: ObjectMeta {
-                    name: Some(format!("{prefix}-{i:05}")),
-                    namespace: Some(namespace.into()),
+    super::all_at_once(
+        (0..n).map(|i| {
+            let api = api.clone();
+            async move {
+                let mut data = vec![0u8; size];
+                getrandom::fill(&mut data).map_err(|e| anyhow::anyhow!("random bytes: {e}"))?;
+                let secret = Secret {
+                    metadata: ObjectMeta {
+                        name: Some(format!("{prefix}-{i:05}")),
+                        namespace: Some(namespace.into()),
+                        ..Default::default()
+                    },
+                    data: Some([("blob".to_string(), ByteString(data))].into()),
                     ..Default::default()
-                },
-                data: Some([("blob".to_string(), ByteString(data))].into()),
-                ..Default::default()
-            };
-            api.create(&PostParams::default(), &secret).await?;
-            anyhow::Ok(())
-        }
-    }))
-    .buffer_unordered(concurrency)
-    .try_collect::<()>()
+                };
+                api.create(&PostParams::default(), &secret).await?;
+                anyhow::Ok(())
+            }
+        }),
+        concurrency,
+    )
     .await
 }
 

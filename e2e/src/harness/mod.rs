@@ -72,3 +72,16 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> anyhow::Result<T>
         Err(_) => Ok(default),
     }
 }
+
+/// Runs every piece of `work`, `concurrency` at a time, stopping at the first error: how the
+/// load helpers create, approve and trigger many objects at once.
+pub async fn all_at_once<F, T>(work: impl IntoIterator<Item = F>, concurrency: usize) -> anyhow::Result<()>
+where
+    F: Future<Output = anyhow::Result<T>>,
+{
+    use futures::{StreamExt as _, TryStreamExt as _};
+    futures::stream::iter(work)
+        .buffer_unordered(concurrency)
+        .try_for_each(|_| std::future::ready(Ok(())))
+        .await
+}
