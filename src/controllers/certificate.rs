@@ -78,7 +78,7 @@ impl CertificateContext {
         (certificates, requests, secrets): (Store<Certificate>, Store<CertificateRequest>, Store<Secret>),
     ) -> Self {
         CertificateContext {
-            events: Events::per_event(shared.client.clone()),
+            events: Events::per_event(shared.client.clone(), shared.clock.clone()),
             shared,
             settings,
             certificates,

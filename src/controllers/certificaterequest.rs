@@ -60,7 +60,7 @@ impl RequestContext {
         recheck: mpsc::UnboundedSender<Recheck>,
     ) -> Self {
         RequestContext {
-            events: Events::per_event(shared.client.clone()),
+            events: Events::per_event(shared.client.clone(), shared.clock.clone()),
             shared,
             signer,
             issuers,
