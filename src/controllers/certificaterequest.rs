@@ -26,7 +26,7 @@ pub use self::wiring::controller;
 use super::backoff::Backoff;
 use super::context::Shared;
 use super::events::Events;
-use super::memory::RequestMemory;
+use super::memory::{ExpiryOwners, RequestMemory};
 use super::plan::{self as plans, Next, Target};
 use super::signer::Signer;
 use super::status::FieldManager;
@@ -47,6 +47,8 @@ pub struct RequestContext {
     pub signings: Signings,
     /// Retry windows and approval notices, by request UID.
     pub memory: RequestMemory,
+    /// The request each expiry series stands for.
+    pub expiry: ExpiryOwners,
     /// Asks the issuer controllers to check an issuer again now.
     pub recheck: mpsc::UnboundedSender<Recheck>,
     events: Events,
@@ -68,6 +70,7 @@ impl RequestContext {
             backoff: default_backoff(),
             signings: Signings::default(),
             memory: RequestMemory::default(),
+            expiry: ExpiryOwners::default(),
             recheck,
         }
     }

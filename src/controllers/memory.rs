@@ -1,4 +1,5 @@
-//! What the request controller remembers of a request between reconciles, by UID.
+//! What the request controller remembers of a request between reconciles, by UID, and which
+//! request each Certificate's expiry series stands for.
 //!
 //! Entries go when the request settles (signed, failed for good, approved) or is deleted (see
 //! [`super::watches`]), so the maps hold at most the requests in flight. Nothing here survives a
@@ -11,6 +12,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use k8s_openapi::jiff::Timestamp;
+
+use crate::telemetry::metrics::CertificateLabels;
 
 #[derive(Debug, Default)]
 pub struct RequestMemory {
@@ -74,6 +77,53 @@ impl RequestMemory {
     }
 }
 
+/// Which request's signature each Certificate's expiry series shows. The series goes when that
+/// request is deleted, or when a relist no longer brings it, without signed requests being kept
+/// in the cache to tell.
+#[derive(Debug, Default)]
+pub struct ExpiryOwners {
+    by_series: Mutex<HashMap<CertificateLabels, String>>,
+}
+
+impl ExpiryOwners {
+    /// The request `uid` has just set the series `labels`.
+    pub fn set(&self, labels: CertificateLabels, uid: &str) {
+        lock(&self.by_series).insert(labels, uid.to_string());
+    }
+
+    /// Whether the series `labels` showed the request `uid`, which was deleted: if so, the
+    /// series has no request left and the caller removes it.
+    pub fn release(&self, labels: &CertificateLabels, uid: &str) -> bool {
+        let mut owners = lock(&self.by_series);
+        if owners.get(labels).is_some_and(|owner| owner == uid) {
+            owners.remove(labels);
+            return true;
+        }
+        false
+    }
+
+    /// Keeps the series whose request is in `live`; returns the others, for removal.
+    pub fn retain(&self, live: &HashSet<String>) -> Vec<CertificateLabels> {
+        let mut gone = Vec::new();
+        lock(&self.by_series).retain(|labels, uid| {
+            let keep = live.contains(uid);
+            if !keep {
+                gone.push(labels.clone());
+            }
+            keep
+        });
+        gone
+    }
+
+    pub fn len(&self) -> usize {
+        lock(&self.by_series).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +177,38 @@ mod tests {
         assert_eq!(m.len(), 1);
         m.forget("b");
         assert!(m.is_empty());
+    }
+
+    #[test]
+    fn an_expiry_series_goes_with_the_request_it_shows() {
+        let web = |issuer: &str| CertificateLabels {
+            namespace: "apps".into(),
+            name: "web".into(),
+            issuer: issuer.into(),
+        };
+        let owners = ExpiryOwners::default();
+        owners.set(web("Issuer/apps/ca"), "r1");
+        owners.set(web("Issuer/apps/ca"), "r2");
+        owners.set(web("ClusterIssuer/ca"), "r3");
+        // (row, series, deleted request, removed)
+        let cases = [
+            (
+                "an older request of the Certificate",
+                web("Issuer/apps/ca"),
+                "r1",
+                false,
+            ),
+            ("another issuer's series", web("Issuer/apps/ca"), "r3", false),
+            ("the request the series shows", web("Issuer/apps/ca"), "r2", true),
+            ("already released", web("Issuer/apps/ca"), "r2", false),
+        ];
+        for (row, labels, uid, want) in cases {
+            assert_eq!(owners.release(&labels, uid), want, "{row}");
+        }
+        assert_eq!(owners.len(), 1);
+        owners.set(web("Issuer/apps/ca"), "r4");
+        let gone = owners.retain(&["r4".to_string()].into());
+        assert_eq!(gone, [web("ClusterIssuer/ca")], "a relist without r3");
+        assert_eq!(owners.len(), 1);
     }
 }

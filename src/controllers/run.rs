@@ -127,7 +127,7 @@ fn controllers(
 /// the object (see `watches`); requests for other issuers never reach the store.
 fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::BoxFuture<'static, ()> {
     let (issuers, requests) = (&ctx.issuers, ctx.requests.clone());
-    let (generations, store) = (&wiring.generations, wiring.requests.store.clone());
+    let generations = &wiring.generations;
     let mut relist = watches::Relist::default();
     future::join4(
         reflect(
@@ -143,7 +143,7 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
         reflect(
             Api::<CertificateRequest>::all(client.clone()),
             wiring.requests.into_writer(),
-            move |event| watches::request_event(event, &requests, &store, &mut relist),
+            move |event| watches::request_event(event, &requests, &mut relist),
         ),
         wiring.secrets.run(client.clone()),
     )

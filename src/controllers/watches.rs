@@ -7,17 +7,22 @@
 //!   becomes ours later; should one change group anyway, its update is turned into a delete,
 //!   which takes it out of the cache and triggers nothing.
 //! - `managedFields` are dropped from every request: nothing reads them.
+//! - A terminal request (Issued, Failed, Denied) leaves the cache, unless the standalone
+//!   controllers run (issuing reads a signed request's chain from it): the controller has
+//!   nothing more to do with it, and 10,000 issued requests cached even without their PEM
+//!   held 21 MB (2.1 KB each, measured with a counting allocator). Its update is turned into a
+//!   delete, which triggers nothing; should it ever become non-terminal again, its next
+//!   update brings it back.
 //! - A deleted issuer takes its CFSSL client (and the HMAC key in it), its backoff entry, its
 //!   metric series and its last seen generation with it; a deleted request takes its backoff
-//!   entry, its unsaved chain, what [`super::memory`] holds for it and, when no other cached
-//!   request is for the same Certificate, its expiry series.
+//!   entry, its unsaved chain, what [`super::memory`] holds for it and the expiry series of its
+//!   Certificate when that series shows this request's signature.
 //! - The issuer controllers run on spec changes only ([`Generations`]): their own status writes
 //!   do not run them again.
 //!
 //! Deletes are seen on the watch, before the cache drops the object. Those missed while a watch
 //! was down are swept when it relists ([`Relist`]): what the manager holds for objects the relist
-//! did not bring goes, except a request's expiry series (prometheus-client cannot list them),
-//! which stays until the next delete of a request for the same Certificate or a restart.
+//! did not bring goes, expiry series included.
 
 use crate::clock::lock;
 use std::collections::{HashMap, HashSet};
@@ -25,14 +30,13 @@ use std::sync::{Arc, Mutex};
 
 use futures::{Stream, StreamExt, future};
 use kube::ResourceExt;
-use kube::runtime::reflector::Store;
 use kube::runtime::watcher::Event;
 
 use super::certificaterequest::observe::is_terminal;
 use super::certificaterequest::{RequestContext, expiry_labels, request_key};
 use super::issuer::IssuerContext;
 use super::signer::key;
-use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec, CertificateRequestStatus};
+use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
 use crate::api::{AnyIssuer, IssuerKind};
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
@@ -42,50 +46,27 @@ pub fn is_ours(cr: &CertificateRequest) -> bool {
 }
 
 /// Pure: the watch event the request cache and controller get, if any. A terminal request
-/// (Issued, Failed, Denied) is cached without its CSR and chain unless `keep_chains` (the
-/// standalone controllers read a signed request's chain from the cache): the controller only
-/// needs its conditions, and 10,000 issued requests would otherwise hold ~40 MB of PEM.
+/// (Issued, Failed, Denied) leaves the cache unless `keep_chains` (the standalone controllers
+/// read a signed request's chain from the cache).
 pub fn trim_request_event(
     event: Event<CertificateRequest>,
     keep_chains: bool,
 ) -> Option<Event<CertificateRequest>> {
-    let trim = |mut cr: CertificateRequest| {
+    let kept = |cr: &CertificateRequest| is_ours(cr) && (keep_chains || !is_terminal(cr));
+    let slim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
-        if !keep_chains && is_terminal(&cr) {
-            return terminal(cr);
-        }
         cr
     };
     match event {
-        Event::Apply(cr) if is_ours(&cr) => Some(Event::Apply(trim(cr))),
-        // Removes it from the cache should it have been ours before; never triggers a reconcile.
+        Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),
+        // Removes it from the cache should it have been there; never triggers a reconcile.
         Event::Apply(cr) => Some(Event::Delete(bare(&cr))),
-        Event::InitApply(cr) if is_ours(&cr) => Some(Event::InitApply(trim(cr))),
+        Event::InitApply(cr) if kept(&cr) => Some(Event::InitApply(slim(cr))),
         Event::InitApply(_) => None,
-        Event::Delete(cr) if is_ours(&cr) => Some(Event::Delete(trim(cr))),
         Event::Delete(cr) => Some(Event::Delete(bare(&cr))),
         Event::Init => Some(Event::Init),
         Event::InitDone => Some(Event::InitDone),
     }
-}
-
-/// What a terminal request needs in the cache: what names it, its issuerRef (ours or not), its
-/// conditions, and the Certificate it belongs to (its expiry series goes when it is deleted).
-fn terminal(cr: CertificateRequest) -> CertificateRequest {
-    let mut kept = bare(&cr);
-    kept.metadata.resource_version = cr.metadata.resource_version;
-    kept.metadata.creation_timestamp = cr.metadata.creation_timestamp;
-    kept.metadata.annotations = cr.metadata.annotations.map(|mut annotations| {
-        annotations.retain(|k, _| k == CERTIFICATE_NAME);
-        annotations
-    });
-    kept.spec.issuer_ref = cr.spec.issuer_ref;
-    kept.status = cr.status.map(|status| CertificateRequestStatus {
-        conditions: status.conditions,
-        failure_time: status.failure_time,
-        ..Default::default()
-    });
-    kept
 }
 
 /// Only what names the object.
@@ -101,19 +82,21 @@ fn bare(cr: &CertificateRequest) -> CertificateRequest {
 pub fn request_event(
     event: Event<CertificateRequest>,
     ctx: &RequestContext,
-    requests: &Store<CertificateRequest>,
     relist: &mut Relist,
 ) -> Option<Event<CertificateRequest>> {
     if let Event::Delete(cr) = &event
         && is_ours(cr)
     {
-        forget_request(ctx, cr, requests);
+        forget_request(ctx, cr);
     }
     let ours = |cr: &CertificateRequest| is_ours(cr).then(|| request_key(cr));
     if let Some(live) = relist.observe(&event, ours) {
         ctx.backoff.retain(|uid| live.contains(uid));
         ctx.signings.retain(|uid| live.contains(uid));
         ctx.memory.retain(&live);
+        for labels in ctx.expiry.retain(&live) {
+            ctx.shared.metrics.certificate_expiry.remove(&labels);
+        }
     }
     trim_request_event(event, ctx.shared.config.standalone.is_some())
 }
@@ -146,41 +129,18 @@ impl Relist {
     }
 }
 
-const CERTIFICATE_NAME: &str = "cert-manager.io/certificate-name";
-
-/// Drops what the manager holds for a deleted request. `requests` may still hold `cr` itself.
-pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest, requests: &Store<CertificateRequest>) {
+/// Drops what the manager holds for a deleted request.
+pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
     ctx.backoff.reset(&uid);
     ctx.signings.forget(&uid);
     ctx.memory.forget(&uid);
-    let metrics = &ctx.shared.metrics;
-    let Some(issuer) = issuer_key_of(cr) else {
-        return;
-    };
-    let labels = expiry_labels(cr, &issuer);
-    if metrics.certificate_expiry.get(&labels).is_none() {
-        return;
+    if let Some(issuer) = issuer_key_of(cr) {
+        let labels = expiry_labels(cr, &issuer);
+        if ctx.expiry.release(&labels, &uid) {
+            ctx.shared.metrics.certificate_expiry.remove(&labels);
+        }
     }
-    // Cheap comparisons first: cert-manager may delete thousands of old requests at once.
-    let another = requests.state().iter().any(|other| {
-        other.metadata.namespace == cr.metadata.namespace
-            && other.metadata.uid != cr.metadata.uid
-            && certificate_name(other) == certificate_name(cr)
-            && issuer_key_of(other).as_deref() == Some(&issuer)
-    });
-    if !another {
-        metrics.certificate_expiry.remove(&labels);
-    }
-}
-
-/// The Certificate a request was made for, as its expiry series names it.
-fn certificate_name(cr: &CertificateRequest) -> Option<&String> {
-    cr.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(CERTIFICATE_NAME))
-        .or(cr.metadata.name.as_ref())
 }
 
 /// The metrics key (`Issuer/ns/name`, `ClusterIssuer/name`) of the issuer a request names.

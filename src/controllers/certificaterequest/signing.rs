@@ -168,10 +168,12 @@ fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, ch
         .inc();
     let not_after = crate::pki::leaf_not_after(&chain.certificates);
     if let Some(not_after) = not_after {
+        let labels = expiry_labels(cr, issuer);
         metrics
             .certificate_expiry
-            .get_or_create(&expiry_labels(cr, issuer))
+            .get_or_create(&labels)
             .set(not_after as f64);
+        ctx.expiry.set(labels, &super::observe::request_key(cr));
     }
 }
 

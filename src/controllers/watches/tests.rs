@@ -71,9 +71,9 @@ fn foreign_requests_never_reach_the_cache() {
             Some(Event::InitApply(trimmed(ours.clone()))),
         ),
         (
-            "ours deleted",
+            "ours deleted, bare",
             Event::Delete(ours.clone()),
-            Some(Event::Delete(trimmed(ours.clone()))),
+            Some(Event::Delete(bare("ours"))),
         ),
         (
             "an unknown kind of our group is ours to fail",
@@ -109,7 +109,7 @@ fn foreign_requests_never_reach_the_cache() {
 }
 
 #[test]
-fn terminal_requests_are_cached_without_csr_and_chain() {
+fn terminal_requests_leave_the_cache_outside_standalone() {
     let with_ready = |status: &str, reason: &str| {
         let mut cr = request("r", crate::api::GROUP, "web");
         let conditions = &mut cr.status.as_mut().unwrap().conditions;
@@ -117,65 +117,67 @@ fn terminal_requests_are_cached_without_csr_and_chain() {
         conditions[0].reason = reason.into();
         cr
     };
-    // What the cache keeps: (CSR bytes, has certificate).
-    let kept =
-        |cr: CertificateRequest, keep_chains: bool| match trim_request_event(Event::Apply(cr), keep_chains) {
-            Some(Event::Apply(cr)) => (
-                cr.spec.request.0.len(),
-                cr.status.and_then(|s| s.certificate).is_some(),
-            ),
-            other => panic!("{other:?}"),
-        };
-    // (row, request, keep_chains, want)
-    let cases = [
-        ("issued", with_ready("True", "Issued"), false, (0, false)),
+    let issued = with_ready("True", "Issued");
+    let pending = with_ready("False", "Pending");
+    type E = Event<CertificateRequest>;
+    // (row, event, keep_chains, want)
+    let cases: Vec<(&str, E, bool, Option<E>)> = vec![
         (
-            "issued, standalone",
-            with_ready("True", "Issued"),
-            true,
-            (3, true),
-        ),
-        ("failed", with_ready("False", "Failed"), false, (0, false)),
-        ("denied", with_ready("False", "Denied"), false, (0, false)),
-        (
-            "pending keeps its CSR",
-            with_ready("False", "Pending"),
+            "issued: removed",
+            Event::Apply(issued.clone()),
             false,
-            (3, true),
+            Some(Event::Delete(bare("r"))),
+        ),
+        (
+            "failed: removed",
+            Event::Apply(with_ready("False", "Failed")),
+            false,
+            Some(Event::Delete(bare("r"))),
+        ),
+        (
+            "denied: removed",
+            Event::Apply(with_ready("False", "Denied")),
+            false,
+            Some(Event::Delete(bare("r"))),
+        ),
+        (
+            "issued on relist: never cached",
+            Event::InitApply(issued.clone()),
+            false,
+            None,
+        ),
+        (
+            "issued, standalone: kept whole for its chain",
+            Event::Apply(issued.clone()),
+            true,
+            Some(Event::Apply(trimmed(issued.clone()))),
+        ),
+        (
+            "issued on relist, standalone",
+            Event::InitApply(issued.clone()),
+            true,
+            Some(Event::InitApply(trimmed(issued))),
+        ),
+        (
+            "pending: kept with its CSR",
+            Event::Apply(pending.clone()),
+            false,
+            Some(Event::Apply(trimmed(pending.clone()))),
+        ),
+        (
+            "pending on relist",
+            Event::InitApply(pending.clone()),
+            false,
+            Some(Event::InitApply(trimmed(pending))),
         ),
     ];
-    for (row, cr, keep_chains, want) in cases {
-        assert_eq!(kept(cr, keep_chains), want, "{row}");
+    for (row, event, keep_chains, want) in cases {
+        assert_eq!(
+            format!("{:?}", trim_request_event(event, keep_chains)),
+            format!("{want:?}"),
+            "{row}"
+        );
     }
-}
-
-/// An issued request keeps only what the controller, the issuer watches and the expiry series
-/// look at.
-#[test]
-fn an_issued_request_is_cached_as_its_names_issuer_and_conditions() {
-    let mut cr = request("r", crate::api::GROUP, "web");
-    cr.metadata.resource_version = Some("7".into());
-    cr.metadata.labels = Some([("app".to_string(), "x".to_string())].into());
-    cr.metadata
-        .annotations
-        .as_mut()
-        .unwrap()
-        .insert("other".into(), "y".into());
-    cr.spec.usages = vec!["server auth".into()];
-    cr.spec.username = "alice".into();
-    let Some(Event::Apply(kept)) = trim_request_event(Event::Apply(cr.clone()), false) else {
-        panic!("kept as an apply")
-    };
-    let mut want = bare("r");
-    want.metadata.resource_version = Some("7".into());
-    want.metadata.annotations =
-        Some([("cert-manager.io/certificate-name".to_string(), "web".to_string())].into());
-    want.spec.issuer_ref = cr.spec.issuer_ref.clone();
-    want.status = Some(crate::api::certmanager::CertificateRequestStatus {
-        conditions: cr.status.as_ref().unwrap().conditions.clone(),
-        ..Default::default()
-    });
-    assert_eq!(format!("{kept:?}"), format!("{want:?}"));
 }
 
 #[test]
@@ -189,7 +191,7 @@ fn the_cache_holds_only_our_requests() {
     // A request that changed group (cert-manager forbids it) leaves the cache.
     events.push(Event::Apply(request("moved", crate::api::GROUP, "x")));
     events.push(Event::Apply(request("moved", "cert-manager.io", "x")));
-    for event in events.into_iter().filter_map(|e| trim_request_event(e, false)) {
+    for event in events.into_iter().filter_map(|e| trim_request_event(e, true)) {
         writer.apply_watcher_event(&event);
     }
     let names: Vec<String> = store.state().iter().map(|cr| cr.name_any()).collect();
@@ -247,12 +249,10 @@ fn context() -> Contexts {
 #[tokio::test]
 async fn a_deleted_request_is_forgotten() {
     let ctx = context();
-    let (store, mut writer) = reflector::store::<CertificateRequest>();
     let old = request("web-1", crate::api::GROUP, "web");
     let new = request("web-2", crate::api::GROUP, "web");
     let other = request("api-1", crate::api::GROUP, "api");
     for cr in [&old, &new, &other] {
-        writer.apply_watcher_event(&Event::Apply(cr.clone()));
         let uid = request_key(cr);
         ctx.requests.backoff.next(uid.clone());
         ctx.requests.memory.failed(&uid, ctx.shared.now());
@@ -270,6 +270,8 @@ async fn a_deleted_request_is_forgotten() {
             .certificate_expiry
             .get_or_create(&labels)
             .set(1.0);
+        // As signing does: the series shows the request signed last.
+        ctx.requests.expiry.set(labels, &uid);
     }
     let has = |cr: &CertificateRequest| {
         ctx.shared
@@ -284,33 +286,19 @@ async fn a_deleted_request_is_forgotten() {
         "one series per Certificate"
     );
 
-    // The watch reports the delete before the cache drops the request.
-    request_event(
-        Event::Delete(old.clone()),
-        &ctx.requests,
-        &store,
-        &mut Relist::default(),
-    );
-    writer.apply_watcher_event(&Event::Delete(old));
+    request_event(Event::Delete(old.clone()), &ctx.requests, &mut Relist::default());
     assert_eq!(ctx.requests.backoff.len(), 2);
     assert_eq!(ctx.requests.signings.snapshot().len(), 2);
     assert_eq!(ctx.requests.memory.len(), 4);
-    assert!(has(&new), "web-2 still stands for Certificate web");
+    assert!(has(&new), "the series shows web-2's signature, not web-1's");
 
-    request_event(
-        Event::Delete(new.clone()),
-        &ctx.requests,
-        &store,
-        &mut Relist::default(),
-    );
-    writer.apply_watcher_event(&Event::Delete(new.clone()));
-    assert!(!has(&new), "the last request of Certificate web is gone");
+    request_event(Event::Delete(new.clone()), &ctx.requests, &mut Relist::default());
+    assert!(!has(&new), "the request the series showed is gone");
     assert!(has(&other));
 
     request_event(
         Event::Delete(other.clone()),
         &ctx.requests,
-        &store,
         &mut Relist::default(),
     );
     assert!(ctx.requests.backoff.is_empty());
@@ -400,11 +388,17 @@ async fn a_deleted_issuer_is_forgotten() {
 #[tokio::test]
 async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     let ctx = context();
-    let (store, _) = reflector::store::<CertificateRequest>();
     let live = request("live", crate::api::GROUP, "web");
     let gone = request("gone", crate::api::GROUP, "api");
+    let series = |cr: &CertificateRequest| expiry_labels(cr, "Issuer/apps/ca");
     for cr in [&live, &gone] {
         let uid = request_key(cr);
+        ctx.shared
+            .metrics
+            .certificate_expiry
+            .get_or_create(&series(cr))
+            .set(1.0);
+        ctx.requests.expiry.set(series(cr), &uid);
         ctx.requests.backoff.next(uid.clone());
         ctx.requests.memory.failed(&uid, ctx.shared.now());
         ctx.requests.signings.insert(
@@ -422,14 +416,14 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
         Event::InitApply(request("foreign", "cert-manager.io", "x")),
     ];
     for event in events {
-        request_event(event, &ctx.requests, &store, &mut relist);
+        request_event(event, &ctx.requests, &mut relist);
         assert_eq!(
             ctx.requests.backoff.len(),
             2,
             "nothing swept before the relist ends"
         );
     }
-    request_event(Event::InitDone, &ctx.requests, &store, &mut relist);
+    request_event(Event::InitDone, &ctx.requests, &mut relist);
     let uid = request_key(&live);
     assert_eq!(ctx.requests.backoff.len(), 1);
     assert!(ctx.requests.memory.first_failure(&uid).is_some());
@@ -438,8 +432,12 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
         ctx.requests.signings.snapshot().keys().collect::<Vec<_>>(),
         [&uid]
     );
+    let metrics = &ctx.shared.metrics;
+    assert!(metrics.certificate_expiry.get(&series(&live)).is_some());
+    assert!(metrics.certificate_expiry.get(&series(&gone)).is_none());
+    assert_eq!(ctx.requests.expiry.len(), 1);
     // Outside a relist, nothing is swept.
-    request_event(Event::InitDone, &ctx.requests, &store, &mut relist);
+    request_event(Event::InitDone, &ctx.requests, &mut relist);
     assert_eq!(ctx.requests.backoff.len(), 1);
 }
 
