@@ -11,8 +11,9 @@
 //!   controllers run (issuing reads a signed request's chain from it): the controller has
 //!   nothing more to do with it, and 10,000 issued requests cached even without their PEM
 //!   held 21 MB (2.1 KB each, measured with a counting allocator). Its update is turned into a
-//!   delete, which triggers nothing; should it ever become non-terminal again, its next
-//!   update brings it back.
+//!   delete, which triggers nothing, and what the controller held for it (the written
+//!   resourceVersion it waited to see, backoff, memory) goes at once, since no reconcile will
+//!   look at it again; should it ever become non-terminal again, its next update brings it back.
 //! - A deleted issuer takes its CFSSL client (and the HMAC key in it), its backoff entry, its
 //!   metric series and its last seen generation with it; a deleted request takes its backoff
 //!   entry, its unsaved chain, what [`super::memory`] holds for it and the expiry series of its
@@ -52,7 +53,7 @@ pub fn trim_request_event(
     event: Event<CertificateRequest>,
     keep_chains: bool,
 ) -> Option<Event<CertificateRequest>> {
-    let kept = |cr: &CertificateRequest| is_ours(cr) && (keep_chains || !is_terminal(cr));
+    let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_chains);
     let slim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
         cr
@@ -69,6 +70,12 @@ pub fn trim_request_event(
     }
 }
 
+/// Pure: whether a request of ours is done with (Issued, Failed, Denied) and so leaves the
+/// cache, outside standalone mode (`keep_chains`).
+fn leaves_cache(cr: &CertificateRequest, keep_chains: bool) -> bool {
+    is_ours(cr) && !keep_chains && is_terminal(cr)
+}
+
 /// Only what names the object.
 fn bare(cr: &CertificateRequest) -> CertificateRequest {
     let mut bare = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
@@ -77,17 +84,22 @@ fn bare(cr: &CertificateRequest) -> CertificateRequest {
     bare
 }
 
-/// Observe: one request watch event. Forgets a deleted request, sweeps at the end of a relist,
-/// then trims the event.
+/// Observe: one request watch event. Forgets a deleted request, settles one that leaves the
+/// cache, sweeps at the end of a relist, then trims the event.
 pub fn request_event(
     event: Event<CertificateRequest>,
     ctx: &RequestContext,
     relist: &mut Relist,
 ) -> Option<Event<CertificateRequest>> {
-    if let Event::Delete(cr) = &event
-        && is_ours(cr)
-    {
-        forget_request(ctx, cr);
+    let keep_chains = ctx.shared.config.standalone.is_some();
+    match &event {
+        Event::Delete(cr) if is_ours(cr) => forget_request(ctx, cr),
+        // Never reconciled again, so nothing else would drop what was held until the cache
+        // showed its write (a signed chain, then the written resourceVersion).
+        Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
+            settle(ctx, &request_key(cr));
+        }
+        _ => {}
     }
     let ours = |cr: &CertificateRequest| is_ours(cr).then(|| request_key(cr));
     if let Some(live) = relist.observe(&event, ours) {
@@ -98,7 +110,7 @@ pub fn request_event(
             ctx.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
-    trim_request_event(event, ctx.shared.config.standalone.is_some())
+    trim_request_event(event, keep_chains)
 }
 
 /// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed
@@ -129,12 +141,17 @@ impl Relist {
     }
 }
 
-/// Drops what the manager holds for a deleted request.
+/// Drops what the manager holds for a request it will not reconcile again.
+fn settle(ctx: &RequestContext, uid: &str) {
+    ctx.backoff.reset(uid);
+    ctx.signings.forget(uid);
+    ctx.memory.forget(uid);
+}
+
+/// Drops what the manager holds for a deleted request, its expiry series included.
 pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
-    ctx.backoff.reset(&uid);
-    ctx.signings.forget(&uid);
-    ctx.memory.forget(&uid);
+    settle(ctx, &uid);
     if let Some(issuer) = issuer_key_of(cr) {
         let labels = expiry_labels(cr, &issuer);
         if ctx.expiry.release(&labels, &uid) {

@@ -37,6 +37,15 @@ fn request(name: &str, group: &str, certificate: &str) -> CertificateRequest {
     cr
 }
 
+/// Ours, waiting to be signed: stays in the cache.
+fn pending(name: &str, certificate: &str) -> CertificateRequest {
+    let mut cr = request(name, crate::api::GROUP, certificate);
+    let ready = &mut cr.status.as_mut().unwrap().conditions[0];
+    ready.status = "False".into();
+    ready.reason = "Pending".into();
+    cr
+}
+
 fn trimmed(mut cr: CertificateRequest) -> CertificateRequest {
     cr.metadata.managed_fields = None;
     cr
@@ -118,7 +127,7 @@ fn terminal_requests_leave_the_cache_outside_standalone() {
         cr
     };
     let issued = with_ready("True", "Issued");
-    let pending = with_ready("False", "Pending");
+    let pending = pending("r", "web");
     type E = Event<CertificateRequest>;
     // (row, event, keep_chains, want)
     let cases: Vec<(&str, E, bool, Option<E>)> = vec![
@@ -307,6 +316,51 @@ async fn a_deleted_request_is_forgotten() {
     assert!(!has(&other));
 }
 
+/// A request that leaves the cache on being Issued is never reconciled again: what was held
+/// for it until the cache showed the write goes when the watch shows it, and its expiry series
+/// stays (it is removed with the request).
+#[tokio::test]
+async fn an_issued_request_leaving_the_cache_is_settled() {
+    let ctx = context();
+    let issued = request("web-1", crate::api::GROUP, "web");
+    let pending = pending("web-2", "web");
+    let labels = expiry_labels(&issued, "Issuer/apps/ca");
+    for cr in [&issued, &pending] {
+        let uid = request_key(cr);
+        ctx.requests.backoff.next(uid.clone());
+        ctx.requests.memory.announced(&uid);
+        ctx.requests.signings.saved(&uid, Some("7".into()));
+    }
+    ctx.shared
+        .metrics
+        .certificate_expiry
+        .get_or_create(&labels)
+        .set(1.0);
+    ctx.requests.expiry.set(labels.clone(), &request_key(&issued));
+
+    let seen = request_event(
+        Event::Apply(issued.clone()),
+        &ctx.requests,
+        &mut Relist::default(),
+    );
+    request_event(
+        Event::Apply(pending.clone()),
+        &ctx.requests,
+        &mut Relist::default(),
+    );
+    assert!(matches!(seen, Some(Event::Delete(_))), "{seen:?}");
+    let pending_uid = request_key(&pending);
+    assert_eq!(
+        ctx.requests.signings.snapshot().keys().collect::<Vec<_>>(),
+        [&pending_uid],
+        "only the pending request's entry stays"
+    );
+    assert_eq!(ctx.requests.backoff.len(), 1);
+    assert_eq!(ctx.requests.memory.len(), 1);
+    assert!(ctx.shared.metrics.certificate_expiry.get(&labels).is_some());
+    assert_eq!(ctx.requests.expiry.len(), 1);
+}
+
 /// Puts a CFSSL client for the issuer `key` in the signer's cache.
 fn build_client(ctx: &Contexts, key: &str, uid: &str) {
     let fingerprint = Fingerprint {
@@ -388,8 +442,8 @@ async fn a_deleted_issuer_is_forgotten() {
 #[tokio::test]
 async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     let ctx = context();
-    let live = request("live", crate::api::GROUP, "web");
-    let gone = request("gone", crate::api::GROUP, "api");
+    let live = pending("live", "web");
+    let gone = pending("gone", "api");
     let series = |cr: &CertificateRequest| expiry_labels(cr, "Issuer/apps/ca");
     for cr in [&live, &gone] {
         let uid = request_key(cr);
