@@ -11,9 +11,10 @@
 //!   controllers run (issuing reads a signed request's chain from it): the controller has
 //!   nothing more to do with it, and 10,000 issued requests cached even without their PEM
 //!   held 21 MB (2.1 KB each, measured with a counting allocator). Its update is turned into a
-//!   delete, which triggers nothing, and what the controller held for it (the written
-//!   resourceVersion it waited to see, backoff, memory) goes at once, since no reconcile will
-//!   look at it again; should it ever become non-terminal again, its next update brings it back.
+//!   delete, which triggers nothing, and its backoff and memory go at once; what signing holds
+//!   for it (the written resourceVersion, a few dozen bytes) stays until it is deleted, as the
+//!   guard against a reconcile dispatched with its stale object. Should it ever become
+//!   non-terminal again, its next update brings it back.
 //! - A deleted issuer takes its CFSSL client (and the HMAC key in it), its backoff entry, its
 //!   metric series and its last seen generation with it; a deleted request takes its backoff
 //!   entry, its unsaved chain, what [`super::memory`] holds for it and the expiry series of its
@@ -94,8 +95,10 @@ pub fn request_event(
     let keep_chains = ctx.shared.config.standalone.is_some();
     match &event {
         Event::Delete(cr) if is_ours(cr) => forget_request(ctx, cr),
-        // Never reconciled again, so nothing else would drop what was held until the cache
-        // showed its write (a signed chain, then the written resourceVersion).
+        // Never reconciled again, so nothing else would drop its backoff and memory. What
+        // `signings` holds stays until the request is deleted: a reconcile dispatched with the
+        // stale object before this event may still run, and only that entry stops it from
+        // signing again (e2e_once's issuer churn signed 502 of 500 without it).
         Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
             settle(ctx, &request_key(cr));
         }
@@ -141,17 +144,18 @@ impl Relist {
     }
 }
 
-/// Drops what the manager holds for a request it will not reconcile again.
+/// Drops the backoff and memory of a request that will not be reconciled again.
 fn settle(ctx: &RequestContext, uid: &str) {
     ctx.backoff.reset(uid);
-    ctx.signings.forget(uid);
     ctx.memory.forget(uid);
 }
 
-/// Drops what the manager holds for a deleted request, its expiry series included.
+/// Drops what the manager holds for a deleted request: backoff, memory, what signing held and
+/// its expiry series.
 pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
     settle(ctx, &uid);
+    ctx.signings.forget(&uid);
     if let Some(issuer) = issuer_key_of(cr) {
         let labels = expiry_labels(cr, &issuer);
         if ctx.expiry.release(&labels, &uid) {

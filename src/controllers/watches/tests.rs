@@ -316,11 +316,11 @@ async fn a_deleted_request_is_forgotten() {
     assert!(!has(&other));
 }
 
-/// A request that leaves the cache on being Issued is never reconciled again: what was held
-/// for it until the cache showed the write goes when the watch shows it, and its expiry series
-/// stays (it is removed with the request).
+/// A request that leaves the cache on being Issued is never reconciled again: its backoff and
+/// memory go when the watch shows it; what signing holds stays (it stops a reconcile already
+/// dispatched with the stale object from signing again), and so does its expiry series.
 #[tokio::test]
-async fn an_issued_request_leaving_the_cache_is_settled() {
+async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     let ctx = context();
     let issued = request("web-1", crate::api::GROUP, "web");
     let pending = pending("web-2", "web");
@@ -351,12 +351,14 @@ async fn an_issued_request_leaving_the_cache_is_settled() {
     assert!(matches!(seen, Some(Event::Delete(_))), "{seen:?}");
     let pending_uid = request_key(&pending);
     assert_eq!(
-        ctx.requests.signings.snapshot().keys().collect::<Vec<_>>(),
-        [&pending_uid],
-        "only the pending request's entry stays"
+        ctx.requests.signings.snapshot().len(),
+        2,
+        "the Saved entry guards until the delete"
     );
     assert_eq!(ctx.requests.backoff.len(), 1);
     assert_eq!(ctx.requests.memory.len(), 1);
+    assert!(ctx.requests.memory.is_announced(&pending_uid));
+    assert!(!ctx.requests.memory.is_announced(&request_key(&issued)));
     assert!(ctx.shared.metrics.certificate_expiry.get(&labels).is_some());
     assert_eq!(ctx.requests.expiry.len(), 1);
 }
