@@ -1,0 +1,1 @@
+//! Rows for the credential Secret and the Issuer spec.

@@ -1,0 +1,1 @@
+//! Rows for the CA's answers and the CertificateRequest.
