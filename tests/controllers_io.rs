@@ -550,6 +550,7 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
         "a failed write is an error, retried"
     );
     assert_eq!(ca.issued_count(), Some(1));
+    assert_eq!(unsaved_gauge(&ctx.requests), "1", "a signature at risk is shown");
 
     issuers.apply_watcher_event(&kube::runtime::watcher::Event::Apply(not_ready(checked(issuer(
         "apps", "ca", &ca.url,
@@ -571,6 +572,7 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
     answer(send, StatusCode::OK, &after_apply(&stale, &again, "6"));
     expect_event(&mut api, "apps", "Issued").await;
     bounded(task).await.unwrap().unwrap();
+    assert_eq!(unsaved_gauge(&ctx.requests), "0", "saved");
 
     // A replay from the still-stale cache writes nothing more.
     bounded(certificaterequest::reconcile(
@@ -581,6 +583,16 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
     .unwrap();
     no_more_requests(&mut api).await;
     assert_eq!(ca.issued_count(), Some(1), "signed twice");
+}
+
+/// The value of `cfssl_issuer_signed_unsaved_certificates` as the metrics endpoint shows it.
+fn unsaved_gauge(ctx: &certificaterequest::RequestContext) -> String {
+    let text = ctx.shared.metrics.render().unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("cfssl_issuer_signed_unsaved_certificates "))
+        .unwrap_or_else(|| panic!("no gauge in {text}"));
+    line.rsplit(' ').next().unwrap().to_string()
 }
 
 #[tokio::test]

@@ -63,12 +63,12 @@ impl RequestContext {
     ) -> Self {
         RequestContext {
             events: Events::per_event(shared.client.clone(), shared.clock.clone()),
+            signings: Signings::counted_on(shared.metrics.signed_unsaved.clone()),
             shared,
             signer,
             issuers,
             cluster_issuers,
             backoff: default_backoff(),
-            signings: Signings::default(),
             memory: RequestMemory::default(),
             expiry: ExpiryOwners::default(),
             recheck,

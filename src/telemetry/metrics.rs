@@ -66,6 +66,9 @@ pub struct Metrics {
     pub issuer_ready: Family<IssuerLabels, Gauge>,
     pub certificate_expiry: Family<CertificateLabels, Gauge<f64, AtomicU64>>,
     pub possible_duplicates: Family<IssuerLabels, Counter>,
+    /// Certificates signed whose `Issued` status write has not landed: signatures at risk while
+    /// the API server refuses writes (kept in memory and written on the next retry).
+    pub signed_unsaved: Gauge,
     /// The CFSSL call series of each issuer, so a deleted issuer's can be removed:
     /// prometheus-client cannot list a family's label sets.
     calls: Mutex<HashMap<String, IssuerCalls>>,
@@ -138,6 +141,12 @@ impl Default for Metrics {
             "Sign requests a CA took without answering in time before the next URL was tried; each may have been signed twice",
             None,
         );
+        let signed_unsaved = registered(
+            r,
+            "signed_unsaved_certificates",
+            "Certificates signed whose Issued status write has not landed yet; lost on a restart, and signed again after one",
+            None,
+        );
         Metrics {
             registry,
             reconciles,
@@ -148,6 +157,7 @@ impl Default for Metrics {
             issuer_ready,
             certificate_expiry,
             possible_duplicates,
+            signed_unsaved,
             calls: Mutex::default(),
         }
     }
@@ -277,6 +287,7 @@ mod tests {
             issuer: "Issuer/ns/ca".into(),
         };
         m.certificate_expiry.get_or_create(&cert).set(1.8e9);
+        m.signed_unsaved.set(2);
         let text = m.encode();
         for name in [
             "cfssl_issuer_reconciles_total{controller=\"CertificateRequest\"} 1",
@@ -284,6 +295,7 @@ mod tests {
             "cfssl_issuer_certificates_issued_total{issuer=\"Issuer/ns/ca\"} 1",
             "cfssl_issuer_issuer_ready{issuer=\"Issuer/ns/ca\"} 1",
             "cfssl_issuer_certificate_expiration_timestamp_seconds{namespace=\"ns\",name=\"web\",issuer=\"Issuer/ns/ca\"} 1800000000",
+            "cfssl_issuer_signed_unsaved_certificates 2",
         ] {
             assert!(text.contains(name), "{name} missing from\n{text}");
         }
