@@ -248,6 +248,7 @@ async fn metrics_after_one_issuance() -> anyhow::Result<()> {
         ("cfssl_issuer_reconciles", "counter"),
         ("cfssl_issuer_cfssl_request_duration_seconds", "histogram"),
         ("cfssl_issuer_certificate_expiration_timestamp_seconds", "gauge"),
+        ("cfssl_issuer_signed_unsaved_certificates", "gauge"),
     ] {
         assert_eq!(
             m.types.get(family).map(String::as_str),
@@ -257,6 +258,11 @@ async fn metrics_after_one_issuance() -> anyhow::Result<()> {
     }
 
     assert_eq!(m.value("cfssl_issuer_issuer_ready", &issuer_label), Some(1.0));
+    assert_eq!(
+        m.value("cfssl_issuer_signed_unsaved_certificates", &[]),
+        Some(0.0),
+        "the Issued write landed"
+    );
     for controller in ["Issuer", "CertificateRequest"] {
         let runs = m
             .value("cfssl_issuer_reconciles_total", &[("controller", controller)])
