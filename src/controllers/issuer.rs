@@ -83,7 +83,8 @@ async fn check<K: AnyIssuer>(issuer: &K, signer: &Signer) -> Verdict {
         Err(err) => decide::verdict(Observation::Client(&err)),
         Ok(client) => {
             let result = signer.timed(issuer, "check", client.check()).await;
-            decide::verdict(Observation::Check(result.as_ref().map(|_| ())))
+            let verdict = decide::verdict(Observation::Check(result.as_ref().map(|_| ())));
+            decide::transport(verdict, &client.endpoints().plaintext())
         }
     }
 }
