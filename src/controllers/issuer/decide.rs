@@ -62,6 +62,19 @@ pub fn verdict(observation: Observation<'_>) -> Verdict {
     }
 }
 
+/// A key the CA refused while the Secret also holds `additional_data`: the message says that
+/// the CA must be configured with the same data, which a stock multirootca never is (it
+/// builds its keys without any), so the entry is the likely cause.
+pub fn additional_data(mut verdict: Verdict, in_secret: bool) -> Verdict {
+    if in_secret && verdict.reason == ReadyReason::InvalidCredentials {
+        verdict.message = format!(
+            "{}; the Secret also has additional_data, which only a CA configured with the same data accepts (a stock multirootca never is)",
+            verdict.message
+        );
+    }
+    verdict
+}
+
 /// A Ready verdict for an issuer reached over plain `http://` (the `plaintext` URLs) says so
 /// in its message, and its Event becomes a Warning: anyone on the path can read and change
 /// the tokens, CSRs and certificates, or pose as the CA. Other verdicts are unchanged.
@@ -277,6 +290,42 @@ mod tests {
             message: message.into(),
             retry: Retry::Backoff,
             insecure: false,
+        }
+    }
+
+    /// additional_data is named only when the key was refused.
+    #[test]
+    fn additional_data_table() {
+        let refused = Verdict {
+            ready: false,
+            reason: ReadyReason::InvalidCredentials,
+            message: "invalid token".into(),
+            retry: Retry::Backoff,
+            insecure: false,
+        };
+        let hinted = Verdict {
+            message: "invalid token; the Secret also has additional_data, which only a CA configured with the same data accepts (a stock multirootca never is)".into(),
+            ..refused.clone()
+        };
+        // (row, verdict, additional_data in the Secret, want)
+        let cases = [
+            ("refused, with additional_data", refused.clone(), true, hinted),
+            ("refused, without", refused.clone(), false, refused),
+            (
+                "healthy, with additional_data",
+                checked("ok"),
+                true,
+                checked("ok"),
+            ),
+            (
+                "CA down, with additional_data",
+                down("refused"),
+                true,
+                down("refused"),
+            ),
+        ];
+        for (row, verdict, in_secret, want) in cases {
+            assert_eq!(additional_data(verdict, in_secret), want, "{row}");
         }
     }
 

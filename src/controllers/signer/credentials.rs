@@ -29,13 +29,22 @@ pub enum SecretProblem {
         /// What is wrong with the entry; never its value.
         what: String,
     },
-    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    #[error("cannot read Secret {namespace}/{name}: {}", describe(.source))]
     Unreadable {
         namespace: String,
         name: String,
         #[source]
         source: kube::Error,
     },
+}
+
+/// An API error in a sentence: the API server's own message with its code and reason, not
+/// kube's `ApiError: ... (Status { .. })` with the whole object printed for debugging.
+fn describe(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => format!("{} (HTTP {} {})", status.message, status.code, status.reason),
+        other => other.to_string(),
+    }
 }
 
 impl SecretProblem {
@@ -158,6 +167,46 @@ mod tests {
         ];
         for (name, s, want) in cases {
             assert_eq!(outcome(from_secret(&s, "ns", "creds")), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn unreadable_table() {
+        let api = |code: u16, message: &str, reason: &str| {
+            let status: kube::core::Status = serde_json::from_value(
+                serde_json::json!({"code": code, "message": message, "reason": reason}),
+            )
+            .unwrap();
+            kube::Error::Api(Box::new(status))
+        };
+        let cases = [
+            (
+                "forbidden",
+                api(
+                    403,
+                    "secrets \"creds\" is forbidden: User \"x\" cannot get resource",
+                    "Forbidden",
+                ),
+                "cannot read Secret ns/creds: secrets \"creds\" is forbidden: User \"x\" cannot get resource (HTTP 403 Forbidden)",
+            ),
+            (
+                "server error",
+                api(500, "etcd is down", "InternalError"),
+                "cannot read Secret ns/creds: etcd is down (HTTP 500 InternalError)",
+            ),
+            (
+                "not an API answer",
+                kube::Error::LinesCodecMaxLineLengthExceeded,
+                "cannot read Secret ns/creds: Error finding newline character",
+            ),
+        ];
+        for (row, source, want) in cases {
+            let problem = SecretProblem::Unreadable {
+                namespace: "ns".into(),
+                name: "creds".into(),
+                source,
+            };
+            assert_eq!(problem.to_string(), want, "{row}");
         }
     }
 
