@@ -362,7 +362,12 @@ async fn catalogue_issuer_rows() -> anyhow::Result<()> {
     cluster.ensure_namespace(&system).await?;
     let manager = match cluster.is_external() {
         true => None,
-        false => Some(Manager::start(ManagerOptions::new(&cluster.kubeconfig, &system)).await?),
+        // Debug lines too: every line is searched for secrets at the end.
+        false => {
+            let options =
+                ManagerOptions::new(&cluster.kubeconfig, &system).env("RUST_LOG", "info,cfssl_issuer=debug");
+            Some(Manager::start(options).await?)
+        }
     };
     // The TLS CA of a CA no row uses: what "a caBundle of another CA" trusts.
     let other = simple_cfssl::spawn(simple_cfssl::Config {
