@@ -564,12 +564,12 @@ async fn try_row(table: &Table, row: &Row, outcome: &mut Outcome) -> anyhow::Res
             .failures
             .push(format!("message {message:?} lacks {fragment:?}"));
     }
-    if let Some(count) = ca.requests() {
-        if want.ca_saw != (count > 0) {
-            outcome
-                .failures
-                .push(format!("the CA got {count} requests; want some: {}", want.ca_saw));
-        }
+    if let Some(count) = ca.requests()
+        && want.ca_saw != (count > 0)
+    {
+        outcome
+            .failures
+            .push(format!("the CA got {count} requests; want some: {}", want.ca_saw));
     }
     // Where the manager reads the Secret from, whatever namespace the row wrote it to.
     let read_ns = match kind {
