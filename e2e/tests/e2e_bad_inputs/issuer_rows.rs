@@ -156,7 +156,7 @@ fn rows() -> Vec<Row> {
             want: fails(I, "SecretNotFound", "Secret {ns}/{name} not found", false) },
         Row { name: "ClusterIssuer secret in the request's namespace, not the cluster resource namespace", serve: https,
             setup: |i, _| i.secret_in_row_namespace = true,
-            want: fails(CI, "SecretNotFound", "Secret {system}/{name} not found", false) },
+            want: fails(CI, "SecretNotFound", "Secret {system}/{name} not found; a ClusterIssuer's Secret must be in the cluster resource namespace", false) },
         Row { name: "secret without key entry", serve: https,
             setup: |i, m| i.secret = Some(vec![("hmac", m.key.as_bytes().to_vec())]),
             want: fails(I, "InvalidCredentials", "Secret {ns}/{name} has no \"key\" entry", false) },
