@@ -249,7 +249,8 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
         (Some("True"), Some("Checked"))
     );
     answer(send, StatusCode::OK, &serde_json::to_value(&issuer).unwrap());
-    expect_event(&mut handle, "team-a", "Checked").await;
+    // Ready over plain http:// (this CA): the Event is the Warning that says so.
+    expect_event(&mut handle, "team-a", "InsecureTransport").await;
     let action = finish(task).await.unwrap();
     assert_eq!(
         action,

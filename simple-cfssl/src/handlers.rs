@@ -51,6 +51,8 @@ pub struct AppState {
     pub policy: Policy,
     pub ca: Ca,
     pub issued: AtomicU64,
+    /// Every HTTP request received, whatever its path or answer.
+    pub requests: AtomicU64,
     pub available: AtomicBool,
 }
 
@@ -60,6 +62,7 @@ impl AppState {
             policy,
             ca,
             issued: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
             available: AtomicBool::new(true),
         }
     }
@@ -294,7 +297,9 @@ async fn not_found() -> Response {
 }
 
 /// While unavailable, every request gets what a proxy in front of a dead CA would send.
+/// Counts every request first, so that a test can tell whether a client reached the CA at all.
 async fn outage(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    state.requests.fetch_add(1, Ordering::Relaxed);
     if state.available.load(Ordering::Relaxed) {
         return next.run(request).await;
     }

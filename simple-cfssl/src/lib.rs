@@ -81,6 +81,11 @@ impl Running {
         self.state.issued.load(Ordering::Relaxed)
     }
 
+    /// HTTP requests received so far (any path, any answer, during an outage too).
+    pub fn request_count(&self) -> u64 {
+        self.state.requests.load(Ordering::Relaxed)
+    }
+
     /// `false` simulates an outage: every request gets a 503 whose body is not CFSSL's.
     pub fn set_available(&self, up: bool) {
         self.state.available.store(up, Ordering::Relaxed);

@@ -423,7 +423,9 @@ async fn every_refusal_has_multirootca_status_code_and_message() {
     let http = http(None);
     let csr = csr("svc.example.org", &["svc.example.org"]);
     let mut failures = Vec::new();
-    for case in authsign_cases(&csr).into_iter().chain(info_cases()) {
+    let cases: Vec<_> = authsign_cases(&csr).into_iter().chain(info_cases()).collect();
+    let sent = cases.len() as u64;
+    for case in cases {
         let reply = call(&http, case.method, &format!("{}{}", ca.url, case.path), case.body).await;
         let want_body = format!(
             "{{\"success\":false,\"result\":null,\"errors\":[{{\"code\":{},\"message\":{}}}],\"messages\":[]}}\n",
@@ -450,6 +452,8 @@ async fn every_refusal_has_multirootca_status_code_and_message() {
         }
     }
     assert_eq!(ca.issued_count(), 0);
+    // Refused or not, each request counts as one reaching the CA.
+    assert_eq!(ca.request_count(), sent);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -558,6 +562,7 @@ async fn outage_answers_503_without_a_cfssl_body() {
     ca.set_available(true);
     let reply = call(&http, "GET", &url(HEALTH), vec![]).await;
     assert_eq!(reply.status, 200);
+    assert_eq!(ca.request_count(), 5, "requests during the outage count too");
 }
 
 #[tokio::test]

@@ -61,6 +61,11 @@ impl AuthKey {
         self
     }
 
+    /// Whether additional data is mixed into every token.
+    pub fn has_additional_data(&self) -> bool {
+        !self.additional_data.is_empty()
+    }
+
     /// The base64 token for `message`: HMAC-SHA256(key, message || additional_data).
     pub fn token(&self, message: &[u8]) -> String {
         let key = hmac::Key::new(hmac::HMAC_SHA256, &self.key);
@@ -109,6 +114,7 @@ mod tests {
         let key = AuthKey::from_hex("00ff").unwrap();
         let with_ad = key.clone().with_additional_data(b"ad".to_vec());
         assert_ne!(key.token(b"m"), with_ad.token(b"m"));
+        assert!(!key.has_additional_data() && with_ad.has_additional_data());
         // HMAC over m||ad equals HMAC over the concatenation.
         assert_eq!(with_ad.token(b"m"), key.token(b"mad"));
     }

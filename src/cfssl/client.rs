@@ -145,6 +145,11 @@ impl Client {
         &self.config
     }
 
+    /// The URLs this client tries, in the configured order.
+    pub fn endpoints(&self) -> &Endpoints {
+        &self.endpoints
+    }
+
     /// `POST /api/v1/cfssl/info`: the signer certificate and profile policy. Unauthenticated.
     pub async fn info(&self) -> Result<Info, Error> {
         let body = InfoRequest {

@@ -37,6 +37,10 @@ pub enum UrlProblem {
     Unparsable(#[source] super::BoxError),
     #[error("scheme must be http or https")]
     Scheme,
+    /// `host:port` without `https://`: the Go issuer's URL parser assumed `http://`; we ask
+    /// instead of sending credentials in clear. `suggestion` is [`redact`]ed.
+    #[error("no scheme: write it as {suggestion}")]
+    NoScheme { suggestion: String },
     #[error("no host")]
     NoHost,
     #[error("must not carry a query or fragment")]
@@ -71,6 +75,16 @@ impl Endpoints {
         self.0.is_empty()
     }
 
+    /// The URLs reached over plain `http://`, as shown to people: neither the CA's identity
+    /// nor the traffic (tokens, CSRs, certificates) is protected on them.
+    pub fn plaintext(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|u| u.scheme() == "http")
+            .map(display_base)
+            .collect()
+    }
+
     /// The full URL of an API endpoint such as `api/v1/cfssl/authsign` on `base`: `path` is
     /// appended to the base's path, which always ends in `/` (see [`Endpoints::parse`]).
     pub fn api(base: &Url, path: &str) -> Url {
@@ -85,6 +99,9 @@ fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
         url: redact(raw),
         problem,
     };
+    if let Some(suggestion) = with_scheme(raw) {
+        return Err(invalid(UrlProblem::NoScheme { suggestion }));
+    }
     let mut url = Url::parse(raw).map_err(|e| invalid(UrlProblem::Unparsable(Box::new(e))))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(invalid(UrlProblem::Scheme));
@@ -101,6 +118,18 @@ fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
         url.set_path(&path);
     }
     Ok(url)
+}
+
+/// Pure: for a `host[:port][/path]` written without a scheme (which `Url` reads as a scheme
+/// `host:` or no URL at all), the URL meant, with `https://`, redacted.
+fn with_scheme(raw: &str) -> Option<String> {
+    if raw.contains("://") {
+        return None;
+    }
+    let meant = format!("https://{raw}");
+    let url = Url::parse(&meant).ok()?;
+    url.host_str().filter(|h| !h.is_empty())?;
+    Some(redact(&meant))
 }
 
 /// A base URL as shown to people: no trailing `/`, credentials replaced by `***`.
@@ -215,11 +244,65 @@ mod tests {
         let eps = Endpoints::parse("https://user:s3cret@a:1/, http://b").unwrap();
         assert_eq!(eps.to_string(), "https://***@a:1,http://b");
         assert_eq!(format!("{eps:?}"), r#"Endpoints("https://***@a:1,http://b")"#);
+        let err = Endpoints::parse("u:s3cret@ca:8888").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"invalid CFSSL URL "***@ca:8888": no scheme: write it as https://***@ca:8888"#
+        );
         let err = Endpoints::parse("ftp://user:s3cret@ca").unwrap_err();
         assert_eq!(
             err.to_string(),
             r#"invalid CFSSL URL "ftp://***@ca": scheme must be http or https"#
         );
+    }
+
+    /// What each invalid URL is told: a missing scheme gets the URL meant, with https://.
+    #[test]
+    fn error_table() {
+        let cases = [
+            ("", "no CFSSL URL given"),
+            (
+                "ca.example:8888",
+                r#"invalid CFSSL URL "ca.example:8888": no scheme: write it as https://ca.example:8888"#,
+            ),
+            (
+                "10.0.0.1:8888/cfssl",
+                r#"invalid CFSSL URL "10.0.0.1:8888/cfssl": no scheme: write it as https://10.0.0.1:8888/cfssl"#,
+            ),
+            (
+                "https://a, localhost:1",
+                r#"invalid CFSSL URL "localhost:1": no scheme: write it as https://localhost:1"#,
+            ),
+            (
+                "not a url",
+                r#"invalid CFSSL URL "not a url": relative URL without a base"#,
+            ),
+            (
+                "ftp://ca",
+                r#"invalid CFSSL URL "ftp://ca": scheme must be http or https"#,
+            ),
+            (
+                "https://ca/?label=x",
+                r#"invalid CFSSL URL "https://ca/?label=x": must not carry a query or fragment"#,
+            ),
+        ];
+        for (input, want) in cases {
+            let err = Endpoints::parse(input).unwrap_err();
+            assert_eq!(err.to_string(), want, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn plaintext_table() {
+        let cases: [(&str, &[&str]); 4] = [
+            ("https://a:8888", &[]),
+            ("http://a:8888", &["http://a:8888"]),
+            ("https://a, http://u:s3cret@b/p/", &["http://***@b/p"]),
+            ("http://a,http://b", &["http://a", "http://b"]),
+        ];
+        for (list, want) in cases {
+            assert_eq!(Endpoints::parse(list).unwrap().plaintext(), want, "{list}");
+        }
     }
 
     #[test]

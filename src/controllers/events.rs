@@ -26,6 +26,8 @@ pub mod reason {
     pub const ISSUER_NOT_READY: &str = "IssuerNotReady";
     pub const ISSUER_NOT_FOUND: &str = "IssuerNotFound";
     pub const WAITING_FOR_APPROVAL: &str = "WaitingForApproval";
+    /// Issuers: Ready, but reached over plain `http://` (a Warning).
+    pub const INSECURE_TRANSPORT: &str = "InsecureTransport";
 }
 
 /// Who reports our Events.

@@ -79,11 +79,14 @@ async fn check<K: AnyIssuer>(issuer: &K, signer: &Signer) -> Verdict {
         Ok(c) => c,
         Err(problem) => return decide::verdict(Observation::Secret(&problem)),
     };
+    let additional_data = credentials.key.has_additional_data();
     match signer.client(issuer, credentials) {
         Err(err) => decide::verdict(Observation::Client(&err)),
         Ok(client) => {
             let result = signer.timed(issuer, "check", client.check()).await;
-            decide::verdict(Observation::Check(result.as_ref().map(|_| ())))
+            let verdict = decide::verdict(Observation::Check(result.as_ref().map(|_| ())));
+            let verdict = decide::additional_data(verdict, additional_data);
+            decide::transport(verdict, &client.endpoints().plaintext())
         }
     }
 }

@@ -104,7 +104,9 @@ impl Signer {
     /// Reads the issuer's credential Secret.
     pub async fn credentials<K: AnyIssuer>(&self, issuer: &K) -> Result<Credentials, SecretProblem> {
         let namespace = self.secret_namespace(issuer);
-        credentials::read(&self.client, namespace, &issuer.spec().auth_secret_name).await
+        credentials::read(&self.client, namespace, &issuer.spec().auth_secret_name)
+            .await
+            .map_err(|problem| problem.for_kind(K::KIND))
     }
 
     /// The issuer's CFSSL client, reused while its spec and Secret are unchanged.

@@ -127,6 +127,9 @@ pub struct Fault {
     /// Plural, with `/status` for the subresource.
     #[serde(default)]
     pub resource: Option<String>,
+    /// Only requests for objects in this namespace (None: any namespace or none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
     pub kind: FaultKind,
     #[serde(default = "one")]
     pub times: u32,
@@ -142,6 +145,7 @@ impl Fault {
         Fault {
             verb: None,
             resource: None,
+            namespace: None,
             kind,
             times: 1,
         }
@@ -157,13 +161,22 @@ impl Fault {
         self
     }
 
+    /// Narrows the fault to one namespace, so concurrent scenarios in other namespaces are not
+    /// hit by it.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
     pub fn times(mut self, times: u32) -> Self {
         self.times = times;
         self
     }
 
-    fn matches(&self, verb: Verb, resource: &str) -> bool {
-        self.verb.is_none_or(|v| v == verb) && self.resource.as_deref().is_none_or(|r| r == resource)
+    fn matches(&self, verb: Verb, resource: &str, namespace: Option<&str>) -> bool {
+        self.verb.is_none_or(|v| v == verb)
+            && self.resource.as_deref().is_none_or(|r| r == resource)
+            && self.namespace.as_deref().is_none_or(|n| Some(n) == namespace)
     }
 
     fn error(&self, resource: &str) -> ApiError {
@@ -201,6 +214,9 @@ pub struct AuditEntry {
 #[derive(Debug, Default)]
 pub struct Faults {
     pub counts: Counts,
+    /// The same requests by namespace and object: `(namespace, verb, resource, name)`, the
+    /// name empty for collection requests.
+    pub in_namespace: BTreeMap<(String, Verb, String, String), u64>,
     pending: Vec<Fault>,
     pub latency: Duration,
     pub audit: Vec<AuditEntry>,
@@ -208,12 +224,27 @@ pub struct Faults {
 
 impl Faults {
     /// Counts the request and consumes the first matching fault, if any.
-    pub fn observe(&mut self, verb: Verb, resource: &str) -> Option<ApiError> {
+    pub fn observe(
+        &mut self,
+        verb: Verb,
+        resource: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+    ) -> Option<ApiError> {
         self.counts.record(verb, resource);
+        if let Some(ns) = namespace {
+            let key = (
+                ns.to_string(),
+                verb,
+                resource.to_string(),
+                name.unwrap_or_default().to_string(),
+            );
+            *self.in_namespace.entry(key).or_default() += 1;
+        }
         let index = self
             .pending
             .iter()
-            .position(|f| f.times > 0 && f.matches(verb, resource))?;
+            .position(|f| f.times > 0 && f.matches(verb, resource, namespace))?;
         let fault = &mut self.pending[index];
         fault.times -= 1;
         let err = fault.error(resource);
@@ -221,6 +252,18 @@ impl Faults {
             self.pending.remove(index);
         }
         Some(err)
+    }
+
+    /// Requests with `verb` for `resource` in `namespace` so far; only those for the object
+    /// `name` when given.
+    pub fn count_in(&self, namespace: &str, verb: Verb, resource: &str, name: Option<&str>) -> u64 {
+        self.in_namespace
+            .iter()
+            .filter(|((ns, v, r, n), _)| {
+                ns == namespace && *v == verb && r == resource && name.is_none_or(|name| name == n)
+            })
+            .map(|(_, count)| count)
+            .sum()
     }
 
     pub fn inject(&mut self, fault: Fault) {
@@ -251,12 +294,50 @@ mod tests {
                 .resource("issuers/status")
                 .times(2),
         );
-        assert!(faults.observe(Verb::Patch, "issuers").is_none());
-        assert_eq!(faults.observe(Verb::Patch, "issuers/status").unwrap().code(), 500);
-        assert!(faults.observe(Verb::Get, "issuers/status").is_none());
-        assert!(faults.observe(Verb::Patch, "issuers/status").is_some());
-        assert!(faults.observe(Verb::Patch, "issuers/status").is_none());
+        assert!(faults.observe(Verb::Patch, "issuers", None, None).is_none());
+        assert_eq!(
+            faults
+                .observe(Verb::Patch, "issuers/status", None, None)
+                .unwrap()
+                .code(),
+            500
+        );
+        assert!(faults.observe(Verb::Get, "issuers/status", None, None).is_none());
+        assert!(
+            faults
+                .observe(Verb::Patch, "issuers/status", None, None)
+                .is_some()
+        );
+        assert!(
+            faults
+                .observe(Verb::Patch, "issuers/status", None, None)
+                .is_none()
+        );
         assert_eq!(faults.counts.get(Verb::Patch, "issuers/status"), 3);
+    }
+
+    /// A fault for one namespace spares the same requests elsewhere; requests are counted by
+    /// namespace too.
+    #[test]
+    fn a_namespaced_fault_hits_only_its_namespace() {
+        let mut faults = Faults::default();
+        faults.inject(
+            Fault::new(FaultKind::Forbidden)
+                .verb(Verb::Get)
+                .resource("secrets")
+                .namespace("team-a")
+                .times(u32::MAX),
+        );
+        let get = |faults: &mut Faults, ns, name| faults.observe(Verb::Get, "secrets", ns, Some(name));
+        assert!(get(&mut faults, Some("team-b"), "s").is_none());
+        assert!(get(&mut faults, None, "s").is_none());
+        assert_eq!(get(&mut faults, Some("team-a"), "s").unwrap().code(), 403);
+        assert!(get(&mut faults, Some("team-a"), "t").is_some());
+        assert_eq!(faults.count_in("team-a", Verb::Get, "secrets", None), 2);
+        assert_eq!(faults.count_in("team-a", Verb::Get, "secrets", Some("t")), 1);
+        assert_eq!(faults.count_in("team-b", Verb::Get, "secrets", None), 1);
+        assert_eq!(faults.count_in("team-a", Verb::List, "secrets", None), 0);
+        assert_eq!(faults.counts.get(Verb::Get, "secrets"), 4);
     }
 
     #[test]

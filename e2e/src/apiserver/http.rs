@@ -268,12 +268,12 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(injected) = shared
-        .faults
-        .lock()
-        .expect("faults lock")
-        .observe(verb, &target.resource_label())
-    {
+    if let Some(injected) = shared.faults.lock().expect("faults lock").observe(
+        verb,
+        &target.resource_label(),
+        target.namespace.as_deref(),
+        target.name.as_deref(),
+    ) {
         return Err(injected);
     }
     let output = negotiate(request.headers(), query.get("includeObject"))?;

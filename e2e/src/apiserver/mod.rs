@@ -316,6 +316,17 @@ impl TestServer {
         self.shared.faults.lock().expect("faults lock").counts.clone()
     }
 
+    /// Requests with `verb` for `resource` (plural, `/status` for the subresource) in
+    /// `namespace` since start, only those for the object `name` when given; not reset by
+    /// [`TestServer::reset_counts`].
+    pub fn count_in(&self, namespace: &str, verb: Verb, resource: &str, name: Option<&str>) -> u64 {
+        self.shared
+            .faults
+            .lock()
+            .expect("faults lock")
+            .count_in(namespace, verb, resource, name)
+    }
+
     pub fn reset_counts(&self) {
         self.shared.faults.lock().expect("faults lock").counts = Counts::default();
     }

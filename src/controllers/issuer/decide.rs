@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::api::{AnyIssuer, Condition, READY, ReadyReason, WritableCondition, find_condition};
 use crate::cfssl::Error as CfsslError;
-use crate::controllers::events::Notice;
+use crate::controllers::events::{Notice, reason as event_reason};
 use crate::controllers::plan::{Next, Plan};
 use crate::controllers::signer::{SecretProblem, blame};
 use crate::controllers::status::document;
@@ -31,6 +31,8 @@ pub struct Verdict {
     pub message: String,
     /// Healthy issuers are re-checked at the health-check interval; the rest with backoff.
     pub retry: Retry,
+    /// Ready, but over plain `http://`: its Event is a Warning (see [`transport`]).
+    pub insecure: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +47,7 @@ pub fn verdict(observation: Observation<'_>) -> Verdict {
         reason,
         message,
         retry: Retry::Backoff,
+        insecure: false,
     };
     match observation {
         Observation::Check(Ok(())) => Verdict {
@@ -52,10 +55,39 @@ pub fn verdict(observation: Observation<'_>) -> Verdict {
             reason: ReadyReason::Checked,
             message: "the CA accepted the label, profile and key".into(),
             retry: Retry::Interval,
+            insecure: false,
         },
         Observation::Secret(problem) => failed(problem.reason(), problem.to_string()),
         Observation::Client(err) | Observation::Check(Err(err)) => failed(blame(err), err.to_string()),
     }
+}
+
+/// A key the CA refused while the Secret also holds `additional_data`: the message says that
+/// the CA must be configured with the same data, which a stock multirootca never is (it
+/// builds its keys without any), so the entry is the likely cause.
+pub fn additional_data(mut verdict: Verdict, in_secret: bool) -> Verdict {
+    if in_secret && verdict.reason == ReadyReason::InvalidCredentials {
+        verdict.message = format!(
+            "{}; the Secret also has additional_data, which only a CA configured with the same data accepts (a stock multirootca never is)",
+            verdict.message
+        );
+    }
+    verdict
+}
+
+/// A Ready verdict for an issuer reached over plain `http://` (the `plaintext` URLs) says so
+/// in its message, and its Event becomes a Warning: anyone on the path can read and change
+/// the tokens, CSRs and certificates, or pose as the CA. Other verdicts are unchanged.
+pub fn transport(mut verdict: Verdict, plaintext: &[String]) -> Verdict {
+    if verdict.ready && !plaintext.is_empty() {
+        verdict.message = format!(
+            "{}; but {} is plain http://: the connection is not authenticated or encrypted, use https://",
+            verdict.message,
+            plaintext.join(", ")
+        );
+        verdict.insecure = true;
+    }
+    verdict
 }
 
 /// The plan for an issuer after a check: apply `Ready` (only what the installed schema
@@ -84,7 +116,9 @@ pub fn plan<K: AnyIssuer>(
         return Plan::idle(next);
     }
     let reason = verdict.reason.as_str();
-    let event = if verdict.ready {
+    let event = if verdict.insecure {
+        Notice::warning(event_reason::INSECURE_TRANSPORT, "Check", &verdict.message)
+    } else if verdict.ready {
         Notice::normal(reason, "Check", &verdict.message)
     } else {
         Notice::warning(reason, "Check", &verdict.message)
@@ -221,6 +255,7 @@ mod tests {
                 reason,
                 message: message.into(),
                 retry,
+                insecure: false,
             };
             assert_eq!(verdict(observation), want, "{row}");
         }
@@ -244,6 +279,7 @@ mod tests {
             reason: ReadyReason::Checked,
             message: message.into(),
             retry: Retry::Interval,
+            insecure: false,
         }
     }
 
@@ -253,6 +289,74 @@ mod tests {
             reason: ReadyReason::CaUnreachable,
             message: message.into(),
             retry: Retry::Backoff,
+            insecure: false,
+        }
+    }
+
+    /// additional_data is named only when the key was refused.
+    #[test]
+    fn additional_data_table() {
+        let refused = Verdict {
+            ready: false,
+            reason: ReadyReason::InvalidCredentials,
+            message: "invalid token".into(),
+            retry: Retry::Backoff,
+            insecure: false,
+        };
+        let hinted = Verdict {
+            message: "invalid token; the Secret also has additional_data, which only a CA configured with the same data accepts (a stock multirootca never is)".into(),
+            ..refused.clone()
+        };
+        // (row, verdict, additional_data in the Secret, want)
+        let cases = [
+            ("refused, with additional_data", refused.clone(), true, hinted),
+            ("refused, without", refused.clone(), false, refused),
+            (
+                "healthy, with additional_data",
+                checked("ok"),
+                true,
+                checked("ok"),
+            ),
+            (
+                "CA down, with additional_data",
+                down("refused"),
+                true,
+                down("refused"),
+            ),
+        ];
+        for (row, verdict, in_secret, want) in cases {
+            assert_eq!(additional_data(verdict, in_secret), want, "{row}");
+        }
+    }
+
+    /// Plain http:// changes only a Ready verdict: its message says so and it is marked for
+    /// a Warning Event.
+    #[test]
+    fn transport_table() {
+        let ok = "the CA accepted the label, profile and key";
+        let warned = |urls: &str| Verdict {
+            message: format!(
+                "{ok}; but {urls} is plain http://: the connection is not authenticated or encrypted, use https://"
+            ),
+            insecure: true,
+            ..checked(ok)
+        };
+        let plain = vec!["http://ca:8888".to_string()];
+        let two = vec!["http://a".to_string(), "http://***@b".to_string()];
+        // (row, verdict, plaintext URLs, want)
+        let cases: Vec<(&str, Verdict, &[String], Verdict)> = vec![
+            ("https only: unchanged", checked(ok), &[], checked(ok)),
+            ("ready over http", checked(ok), &plain, warned("http://ca:8888")),
+            (
+                "two plain URLs named",
+                checked(ok),
+                &two,
+                warned("http://a, http://***@b"),
+            ),
+            ("not ready: unchanged", down("refused"), &plain, down("refused")),
+        ];
+        for (row, verdict, plaintext, want) in cases {
+            assert_eq!(transport(verdict, plaintext), want, "{row}");
         }
     }
 
@@ -341,6 +445,27 @@ mod tests {
                 down("down"),
                 Declared,
                 Plan::idle(Next::Backoff),
+            ),
+            (
+                "ready over http: the Event is a Warning",
+                issuer(2, None),
+                Verdict {
+                    insecure: true,
+                    ..checked("ok; but http://ca is plain http://")
+                },
+                Declared,
+                Plan {
+                    status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
+                    "message": "ok; but http://ca is plain http://", "lastTransitionTime": "2026-11-22T10:00:00Z",
+                    "observedGeneration": 2})),
+                    event: Some(Notice {
+                        type_: EventType::Warning,
+                        reason: "InsecureTransport".into(),
+                        note: "ok; but http://ca is plain http://".into(),
+                        action: "Check",
+                    }),
+                    next: Next::After(interval),
+                },
             ),
             (
                 "Go CRD: no observedGeneration",

@@ -3,7 +3,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 
-use crate::api::ReadyReason;
+use crate::api::{IssuerKind, ReadyReason};
 use crate::cfssl::AuthKey;
 
 /// Secret entry holding the hex HMAC key (the Go issuer's name).
@@ -16,6 +16,12 @@ pub const ADDITIONAL_DATA: &str = "additional_data";
 pub enum SecretProblem {
     #[error("Secret {namespace}/{name} not found")]
     NotFound { namespace: String, name: String },
+    /// A ClusterIssuer's Secret missing: says where it must be, since the usual mistake is to
+    /// put it beside the requests.
+    #[error(
+        "Secret {namespace}/{name} not found; a ClusterIssuer's Secret must be in the cluster resource namespace (--cluster-resource-namespace)"
+    )]
+    NotFoundForClusterIssuer { namespace: String, name: String },
     #[error("Secret {namespace}/{name} has no {key:?} entry")]
     MissingKey {
         namespace: String,
@@ -29,7 +35,7 @@ pub enum SecretProblem {
         /// What is wrong with the entry; never its value.
         what: String,
     },
-    #[error("cannot read Secret {namespace}/{name}: {source}")]
+    #[error("cannot read Secret {namespace}/{name}: {}", describe(.source))]
     Unreadable {
         namespace: String,
         name: String,
@@ -38,16 +44,39 @@ pub enum SecretProblem {
     },
 }
 
+/// An API error in a sentence: the API server's own message with its code and reason, not
+/// kube's `ApiError: ... (Status { .. })` with the whole object printed for debugging.
+fn describe(err: &kube::Error) -> String {
+    match err {
+        kube::Error::Api(status) => format!("{} (HTTP {} {})", status.message, status.code, status.reason),
+        other => other.to_string(),
+    }
+}
+
 impl SecretProblem {
     /// The issuer's `Ready` reason while its Secret has this problem.
     pub fn reason(&self) -> ReadyReason {
         match self {
-            SecretProblem::NotFound { .. } => ReadyReason::SecretNotFound,
+            SecretProblem::NotFound { .. } | SecretProblem::NotFoundForClusterIssuer { .. } => {
+                ReadyReason::SecretNotFound
+            }
             SecretProblem::MissingKey { .. } | SecretProblem::InvalidKey { .. } => {
                 ReadyReason::InvalidCredentials
             }
             // RBAC or the API server: our problem, not the issuer's, but it cannot sign.
             SecretProblem::Unreadable { .. } => ReadyReason::Pending,
+        }
+    }
+}
+
+impl SecretProblem {
+    /// Pure: the problem as an issuer of `kind` shows it.
+    pub fn for_kind(self, kind: IssuerKind) -> Self {
+        match (self, kind) {
+            (SecretProblem::NotFound { namespace, name }, IssuerKind::ClusterIssuer) => {
+                SecretProblem::NotFoundForClusterIssuer { namespace, name }
+            }
+            (problem, _) => problem,
         }
     }
 }
@@ -158,6 +187,88 @@ mod tests {
         ];
         for (name, s, want) in cases {
             assert_eq!(outcome(from_secret(&s, "ns", "creds")), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn for_kind_table() {
+        use IssuerKind::{ClusterIssuer, Issuer};
+        let missing = || SecretProblem::NotFound {
+            namespace: "sys".into(),
+            name: "creds".into(),
+        };
+        let no_key = || SecretProblem::MissingKey {
+            namespace: "sys".into(),
+            name: "creds".into(),
+            key: KEY,
+        };
+        let cases = [
+            ("Issuer, missing", missing(), Issuer, "Secret sys/creds not found"),
+            (
+                "ClusterIssuer, missing",
+                missing(),
+                ClusterIssuer,
+                "Secret sys/creds not found; a ClusterIssuer's Secret must be in the cluster resource namespace (--cluster-resource-namespace)",
+            ),
+            (
+                "ClusterIssuer, other problem",
+                no_key(),
+                ClusterIssuer,
+                "Secret sys/creds has no \"key\" entry",
+            ),
+        ];
+        for (row, problem, kind, want) in cases {
+            let shown = problem.for_kind(kind);
+            assert_eq!(
+                shown.reason(),
+                if row.ends_with("missing") {
+                    ReadyReason::SecretNotFound
+                } else {
+                    ReadyReason::InvalidCredentials
+                },
+                "{row}"
+            );
+            assert_eq!(shown.to_string(), want, "{row}");
+        }
+    }
+
+    #[test]
+    fn unreadable_table() {
+        let api = |code: u16, message: &str, reason: &str| {
+            let status: kube::core::Status = serde_json::from_value(
+                serde_json::json!({"code": code, "message": message, "reason": reason}),
+            )
+            .unwrap();
+            kube::Error::Api(Box::new(status))
+        };
+        let cases = [
+            (
+                "forbidden",
+                api(
+                    403,
+                    "secrets \"creds\" is forbidden: User \"x\" cannot get resource",
+                    "Forbidden",
+                ),
+                "cannot read Secret ns/creds: secrets \"creds\" is forbidden: User \"x\" cannot get resource (HTTP 403 Forbidden)",
+            ),
+            (
+                "server error",
+                api(500, "etcd is down", "InternalError"),
+                "cannot read Secret ns/creds: etcd is down (HTTP 500 InternalError)",
+            ),
+            (
+                "not an API answer",
+                kube::Error::LinesCodecMaxLineLengthExceeded,
+                "cannot read Secret ns/creds: Error finding newline character",
+            ),
+        ];
+        for (row, source, want) in cases {
+            let problem = SecretProblem::Unreadable {
+                namespace: "ns".into(),
+                name: "creds".into(),
+                source,
+            };
+            assert_eq!(problem.to_string(), want, "{row}");
         }
     }
 
