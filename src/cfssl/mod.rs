@@ -10,6 +10,7 @@ mod error;
 mod failover;
 pub mod wire;
 
+pub use answer::parse_answer;
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
 pub use endpoints::{Endpoints, EndpointsError, UrlProblem};
