@@ -380,3 +380,59 @@ fn complete(c: &ChainInput) -> bool {
 fn chain_completion() {
     fuzz_harness::run("chain_completion", chain_inputs(), |c| budget(input_len(c)), complete);
 }
+
+/// Serves every connection one answer: `info` for `/info`, `authsign` for anything else.
+fn canned_ca(info: String, authsign: String) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let mut reader = BufReader::new(stream.unwrap());
+            let (mut line, mut length, mut path) = (String::new(), 0, String::new());
+            while reader.read_line(&mut line).unwrap() > 2 {
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+                if path.is_empty() {
+                    path = line.clone();
+                }
+                line.clear();
+            }
+            reader.read_exact(&mut vec![0; length]).unwrap();
+            let body = if path.contains("/info") { &info } else { &authsign };
+            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+            let mut stream = reader.into_inner();
+            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+        }
+    });
+    url
+}
+
+/// Inputs the fuzz targets found, each run once more through the client itself and held to the
+/// same budget: (name, `/info` answer, `authsign` answer to the credential probe).
+#[tokio::test(flavor = "current_thread")]
+async fn regressions() {
+    let info = json!({"success": true, "result": {"certificate": pem_text(&pki().int)}, "errors": [], "messages": []});
+    let wide = format!(r#"{{"success":true,"result":[{}]}}"#, vec![r#"{"a":0}"#; 120_000].join(","));
+    let cases = [(
+        // cfssl_answer: a result of many small objects, ~1 MiB; a `serde_json::Value` of it
+        // took ~80 bytes per byte of answer in the credential probe, which never reads it.
+        "probe: a wide result within the cap",
+        info.to_string(),
+        wide,
+    )];
+    for (name, info, authsign) in cases {
+        let limit = budget(authsign.len());
+        assert!(authsign.len() <= ANSWER_CAP, "{name}: {} bytes", authsign.len());
+        let key = cfssl_issuer::cfssl::AuthKey::from_hex("00ff").unwrap();
+        let client = cfssl_issuer::cfssl::Client::new(ClientConfig::new(canned_ca(info, authsign), "l", key)).unwrap();
+        let base = fuzz_harness::reset_peak();
+        let got = client.check().await;
+        let peak = fuzz_harness::peak_since(base);
+        let err = got.expect_err("the probe must not pass").to_string();
+        assert!(err.contains("the CA accepted an empty CSR"), "{name}: {err}");
+        assert!(peak <= limit, "{name}: {peak} bytes at peak, over the budget of {limit}");
+        println!("regression {name}: {peak} bytes at peak (budget {limit})");
+    }
+}
