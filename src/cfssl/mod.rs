@@ -13,7 +13,7 @@ pub mod wire;
 pub use answer::parse_answer;
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
-pub use endpoints::{Endpoints, EndpointsError, UrlProblem};
+pub use endpoints::{Endpoints, EndpointsError, UrlProblem, redact, redact_list};
 pub use error::{
     BoxError, Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate, classify_refusal,
 };
