@@ -9,6 +9,8 @@
 //! - `csr_reader`: `check_csr_pem` on mutated DER of real CSRs in varied PEM armour;
 //! - `chain_completion`: `complete_chain` and `certificates_in` on mutated real chains.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod fuzz_harness;
 
 use std::sync::OnceLock;
@@ -56,7 +58,9 @@ fn ca_params(cn: &str) -> CertificateParams {
 fn csr_der(alg: &'static rcgen::SignatureAlgorithm) -> Vec<u8> {
     let key = KeyPair::generate_for(alg).unwrap();
     let mut params = CertificateParams::new(vec!["svc.example.org".into(), "10.0.0.1".into()]).unwrap();
-    params.distinguished_name.push(rcgen::DnType::CommonName, "svc.example.org");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "svc.example.org");
     params.serialize_request(&key).unwrap().der().to_vec()
 }
 
@@ -75,10 +79,15 @@ fn pki() -> &'static Pki {
         let leaf = leaf_params
             .signed_by(&leaf_key, &Issuer::new(ca_params("int"), &int_key))
             .unwrap();
-        let csrs = [&rcgen::PKCS_ECDSA_P256_SHA256, &rcgen::PKCS_ECDSA_P384_SHA384, &rcgen::PKCS_ED25519, &rcgen::PKCS_RSA_SHA256]
-            .into_iter()
-            .map(csr_der)
-            .collect();
+        let csrs = [
+            &rcgen::PKCS_ECDSA_P256_SHA256,
+            &rcgen::PKCS_ECDSA_P384_SHA384,
+            &rcgen::PKCS_ED25519,
+            &rcgen::PKCS_RSA_SHA256,
+        ]
+        .into_iter()
+        .map(csr_der)
+        .collect();
         Pki {
             root: root.der().to_vec(),
             int: int.der().to_vec(),
@@ -98,7 +107,10 @@ fn certificate(which: fn(&Pki) -> &Vec<u8>) -> impl Strategy<Value = (String, bo
     (mutate::mutations(3), mutate::armour()).prop_map(move |(m, armour)| {
         let real = m.is_empty() && matches!(armour, Armour::Lf);
         let der = mutate::apply(which(pki()), &m);
-        (String::from_utf8_lossy(&mutate::pem("CERTIFICATE", &der, &armour)).into_owned(), real)
+        (
+            String::from_utf8_lossy(&mutate::pem("CERTIFICATE", &der, &armour)).into_owned(),
+            real,
+        )
     })
 }
 
@@ -178,11 +190,25 @@ fn envelope() -> impl Strategy<Value = Answer> {
         1 => 100u16..=999,
     ];
     let text = prop_oneof![3 => Just(Vec::<Mutation>::new()), 1 => mutate::mutations(4)];
-    (success, result_value(), messages(), messages(), status, any::<bool>(), text).prop_map(
-        |(success, (result, real), errors, msgs, status, escape, text)| {
+    (
+        success,
+        result_value(),
+        messages(),
+        messages(),
+        status,
+        any::<bool>(),
+        text,
+    )
+        .prop_map(|(success, (result, real), errors, msgs, status, escape, text)| {
             let mut env = serde_json::Map::new();
-            let acceptable = real && success == Some(json!(true)) && (200..300).contains(&status) && text.is_empty();
-            for (key, value) in [("success", success), ("result", result), ("errors", errors), ("messages", msgs)] {
+            let acceptable =
+                real && success == Some(json!(true)) && (200..300).contains(&status) && text.is_empty();
+            for (key, value) in [
+                ("success", success),
+                ("result", result),
+                ("errors", errors),
+                ("messages", msgs),
+            ] {
                 if let Some(value) = value {
                     env.insert(key.to_string(), value);
                 }
@@ -193,16 +219,21 @@ fn envelope() -> impl Strategy<Value = Answer> {
             }
             let body = mutate::apply(body.as_bytes(), &text);
             let acceptable = acceptable && !errors_break(&body);
-            Answer { status, body, acceptable }
-        },
-    )
+            Answer {
+                status,
+                body,
+                acceptable,
+            }
+        })
 }
 
 /// Whether the envelope's messages are of a shape the client refuses (a message without code).
 fn errors_break(body: &[u8]) -> bool {
     let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     ["errors", "messages"].iter().any(|k| match &v[k] {
-        Value::Array(items) => items.iter().any(|m| !(m["code"].is_i64() && m["message"].is_string())),
+        Value::Array(items) => items
+            .iter()
+            .any(|m| !(m["code"].is_i64() && m["message"].is_string())),
         Value::Null => false,
         _ => true,
     })
@@ -235,7 +266,10 @@ fn decode_answer(answer: &Answer) -> bool {
     match &signed {
         Ok(result) => {
             assert!(status.is_success(), "accepted under status {status}");
-            let bundle = result.bundle.as_ref().map(|b| (b.bundle.as_str(), b.root.as_deref()));
+            let bundle = result
+                .bundle
+                .as_ref()
+                .map(|b| (b.bundle.as_str(), b.root.as_deref()));
             let pki = pki();
             for (bundle, signer) in [(bundle, None), (None, Some(pki.int.as_slice()))] {
                 let chain = complete_chain(&result.certificate, bundle, signer, &pki.leaf_key);
@@ -270,12 +304,21 @@ fn cfssl_answer() {
 /// A CSR as a CertificateRequest may carry it: real DER (of one of four key types), mutated,
 /// in some armour; or bytes of any kind; or text over the size cap.
 fn csr_inputs() -> impl Strategy<Value = (Vec<u8>, bool)> {
-    let mutated = (0usize..4, mutate::mutations(4), mutate::armour(), any::<bool>()).prop_map(|(i, m, armour, new)| {
-        let der = mutate::apply(&pki().csrs[i], &m);
-        let label = if new { "NEW CERTIFICATE REQUEST" } else { "CERTIFICATE REQUEST" };
-        let real = m.is_empty() && matches!(armour, Armour::Lf | Armour::Crlf | Armour::OneLine | Armour::Twice);
-        (mutate::pem(label, &der, &armour), real)
-    });
+    let mutated =
+        (0usize..4, mutate::mutations(4), mutate::armour(), any::<bool>()).prop_map(|(i, m, armour, new)| {
+            let der = mutate::apply(&pki().csrs[i], &m);
+            let label = if new {
+                "NEW CERTIFICATE REQUEST"
+            } else {
+                "CERTIFICATE REQUEST"
+            };
+            let real = m.is_empty()
+                && matches!(
+                    armour,
+                    Armour::Lf | Armour::Crlf | Armour::OneLine | Armour::Twice
+                );
+            (mutate::pem(label, &der, &armour), real)
+        });
     prop_oneof![
         6 => mutated,
         1 => proptest::collection::vec(any::<u8>(), 0..1024).prop_map(|b| (b, false)),
@@ -310,7 +353,12 @@ fn read_csr((input, real): &(Vec<u8>, bool)) -> bool {
 #[test]
 fn csr_reader() {
     // Over the cap a CSR is refused before it is read; under it, the DER is copied a few times.
-    fuzz_harness::run("csr_reader", csr_inputs(), |(b, _)| budget(b.len().min(MAX_CSR_BYTES)), read_csr);
+    fuzz_harness::run(
+        "csr_reader",
+        csr_inputs(),
+        |(b, _)| budget(b.len().min(MAX_CSR_BYTES)),
+        read_csr,
+    );
 }
 
 /// A chain as a CA's answer gives it: leaf, optional bundle and root, optional signer; any
@@ -325,22 +373,34 @@ struct ChainInput {
 
 fn chain_inputs() -> impl Strategy<Value = ChainInput> {
     let int_der = (mutate::mutations(3)).prop_map(|m| (mutate::apply(&pki().int, &m), m.is_empty()));
-    let bundle = (certificate(|p| &p.int), proptest::option::of(certificate(|p| &p.root)), any::<bool>())
+    let bundle = (
+        certificate(|p| &p.int),
+        proptest::option::of(certificate(|p| &p.root)),
+        any::<bool>(),
+    )
         .prop_map(|((int, real), root, with_leaf)| {
-            let leaf = if with_leaf { pem_text(&pki().leaf) } else { String::new() };
+            let leaf = if with_leaf {
+                pem_text(&pki().leaf)
+            } else {
+                String::new()
+            };
             ((format!("{leaf}{int}"), root.map(|r| r.0)), real)
         });
-    (certificate(|p| &p.leaf), proptest::option::of(bundle), proptest::option::of(int_der)).prop_map(
-        |((leaf, leaf_real), bundle, signer)| {
-            let real = leaf_real && bundle.as_ref().is_none_or(|b| b.1) && signer.as_ref().is_none_or(|s| s.1);
+    (
+        certificate(|p| &p.leaf),
+        proptest::option::of(bundle),
+        proptest::option::of(int_der),
+    )
+        .prop_map(|((leaf, leaf_real), bundle, signer)| {
+            let real =
+                leaf_real && bundle.as_ref().is_none_or(|b| b.1) && signer.as_ref().is_none_or(|s| s.1);
             ChainInput {
                 leaf,
                 bundle: bundle.map(|b| b.0),
                 signer: signer.map(|s| s.0),
                 real,
             }
-        },
-    )
+        })
 }
 
 fn key_of(der: &[u8]) -> Vec<u8> {
@@ -349,7 +409,10 @@ fn key_of(der: &[u8]) -> Vec<u8> {
 }
 
 fn input_len(c: &ChainInput) -> usize {
-    let bundle = c.bundle.as_ref().map_or(0, |(b, r)| b.len() + r.as_ref().map_or(0, String::len));
+    let bundle = c
+        .bundle
+        .as_ref()
+        .map_or(0, |(b, r)| b.len() + r.as_ref().map_or(0, String::len));
     c.leaf.len() + bundle + c.signer.as_ref().map_or(0, Vec::len)
 }
 
@@ -360,7 +423,11 @@ fn complete(c: &ChainInput) -> bool {
     match complete_chain(&c.leaf, bundle, c.signer.as_deref(), &pki.leaf_key) {
         Ok(chain) => {
             let ders = certificates_in(&chain.certificates).expect("the chain reads back");
-            assert_eq!(key_of(&ders[0]), pki.leaf_key, "the chain does not start with a leaf for the CSR's key");
+            assert_eq!(
+                key_of(&ders[0]),
+                pki.leaf_key,
+                "the chain does not start with a leaf for the CSR's key"
+            );
             if let Some(ca) = &chain.ca {
                 certificates_in(ca).expect("the CA reads back");
             }
@@ -378,7 +445,12 @@ fn complete(c: &ChainInput) -> bool {
 
 #[test]
 fn chain_completion() {
-    fuzz_harness::run("chain_completion", chain_inputs(), |c| budget(input_len(c)), complete);
+    fuzz_harness::run(
+        "chain_completion",
+        chain_inputs(),
+        |c| budget(input_len(c)),
+        complete,
+    );
 }
 
 /// Serves every connection one answer: `info` for `/info`, `authsign` for anything else.
@@ -395,15 +467,20 @@ fn canned_ca(info: String, authsign: String) -> String {
                     length = v.trim().parse().unwrap();
                 }
                 if path.is_empty() {
-                    path = line.clone();
+                    path.clone_from(&line);
                 }
                 line.clear();
             }
             reader.read_exact(&mut vec![0; length]).unwrap();
             let body = if path.contains("/info") { &info } else { &authsign };
-            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
             let mut stream = reader.into_inner();
-            let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes()));
+            let _ = stream
+                .write_all(head.as_bytes())
+                .and_then(|()| stream.write_all(body.as_bytes()));
         }
     });
     url
@@ -414,7 +491,10 @@ fn canned_ca(info: String, authsign: String) -> String {
 #[tokio::test(flavor = "current_thread")]
 async fn regressions() {
     let info = json!({"success": true, "result": {"certificate": pem_text(&pki().int)}, "errors": [], "messages": []});
-    let wide = format!(r#"{{"success":true,"result":[{}]}}"#, vec![r#"{"a":0}"#; 120_000].join(","));
+    let wide = format!(
+        r#"{{"success":true,"result":[{}]}}"#,
+        vec![r#"{"a":0}"#; 120_000].join(",")
+    );
     let cases = [(
         // cfssl_answer: a result of many small objects, ~1 MiB; a `serde_json::Value` of it
         // took ~80 bytes per byte of answer in the credential probe, which never reads it.
@@ -426,13 +506,17 @@ async fn regressions() {
         let limit = budget(authsign.len());
         assert!(authsign.len() <= ANSWER_CAP, "{name}: {} bytes", authsign.len());
         let key = cfssl_issuer::cfssl::AuthKey::from_hex("00ff").unwrap();
-        let client = cfssl_issuer::cfssl::Client::new(ClientConfig::new(canned_ca(info, authsign), "l", key)).unwrap();
+        let client =
+            cfssl_issuer::cfssl::Client::new(ClientConfig::new(canned_ca(info, authsign), "l", key)).unwrap();
         let base = fuzz_harness::reset_peak();
         let got = client.check().await;
         let peak = fuzz_harness::peak_since(base);
         let err = got.expect_err("the probe must not pass").to_string();
         assert!(err.contains("the CA accepted an empty CSR"), "{name}: {err}");
-        assert!(peak <= limit, "{name}: {peak} bytes at peak, over the budget of {limit}");
+        assert!(
+            peak <= limit,
+            "{name}: {peak} bytes at peak, over the budget of {limit}"
+        );
         println!("regression {name}: {peak} bytes at peak (budget {limit})");
     }
 }

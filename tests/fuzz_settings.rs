@@ -10,6 +10,8 @@
 //!   parses can be iterated and every base is usable; the credentials of a `user:password@` URL
 //!   never appear in what is shown (`Display`, `Debug`, errors, redacted text).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
+
 mod fuzz_harness;
 
 use std::collections::BTreeMap;
@@ -46,23 +48,33 @@ struct SecretInput {
 
 fn hex_key() -> impl Strategy<Value = (Vec<u8>, Option<Vec<u8>>)> {
     let whitespace = || "[ \t\r\n]{0,3}";
-    (proptest::collection::vec(any::<u8>(), 1..64), 0u8..3, whitespace(), whitespace()).prop_map(|(bytes, case, pre, post)| {
-        let digits = match case {
-            0 => hex::encode(&bytes),
-            1 => hex::encode_upper(&bytes),
-            _ => hex::encode(&bytes)
-                .chars()
-                .enumerate()
-                .map(|(i, c)| if i % 3 == 0 { c.to_ascii_uppercase() } else { c })
-                .collect(),
-        };
-        (format!("{pre}{digits}{post}").into_bytes(), Some(bytes))
-    })
+    (
+        proptest::collection::vec(any::<u8>(), 1..64),
+        0u8..3,
+        whitespace(),
+        whitespace(),
+    )
+        .prop_map(|(bytes, case, pre, post)| {
+            let digits = match case {
+                0 => hex::encode(&bytes),
+                1 => hex::encode_upper(&bytes),
+                _ => hex::encode(&bytes)
+                    .chars()
+                    .enumerate()
+                    .map(|(i, c)| if i % 3 == 0 { c.to_ascii_uppercase() } else { c })
+                    .collect(),
+            };
+            (format!("{pre}{digits}{post}").into_bytes(), Some(bytes))
+        })
 }
 
 /// Keys as people put them in Secrets: valid hex, hex with one thing wrong, any bytes.
 fn secret_inputs() -> impl Strategy<Value = SecretInput> {
-    let broken = (hex_key(), any::<prop::sample::Index>(), prop::sample::select(vec!["", "g", "0", " ", "\u{e9}", "\u{0}", "0x", "\u{ff10}"]))
+    let broken = (
+        hex_key(),
+        any::<prop::sample::Index>(),
+        prop::sample::select(vec!["", "g", "0", " ", "\u{e9}", "\u{0}", "0x", "\u{ff10}"]),
+    )
         .prop_map(|((text, _), at, insert)| {
             let mut text = String::from_utf8(text).unwrap();
             let mut at = at.index(text.len() + 1);
@@ -93,7 +105,11 @@ fn secret_inputs() -> impl Strategy<Value = SecretInput> {
             Some((k, v)) => (Some(k), v),
             None => (None, None),
         };
-        SecretInput { key, additional_data, valid }
+        SecretInput {
+            key,
+            additional_data,
+            valid,
+        }
     })
 }
 
@@ -129,7 +145,10 @@ fn read_secret(input: &SecretInput) -> bool {
             assert_eq!(credentials.key.token(message), expected_token(key, message, ad));
             let text = std::str::from_utf8(input.key.as_deref().unwrap()).unwrap();
             // Round trip: the same key read from either hex case.
-            assert_eq!(AuthKey::from_hex(&hex::encode_upper(key)).unwrap(), AuthKey::from_hex(text).unwrap());
+            assert_eq!(
+                AuthKey::from_hex(&hex::encode_upper(key)).unwrap(),
+                AuthKey::from_hex(text).unwrap()
+            );
             true
         }
         (Ok(_), None) => panic!("a key that is not valid hex was accepted"),
@@ -138,7 +157,10 @@ fn read_secret(input: &SecretInput) -> bool {
             let shown = format!("{err} {err:?}");
             if let Some(text) = input.key.as_deref().map(String::from_utf8_lossy) {
                 let text = text.trim();
-                assert!(text.len() < 6 || !shown.contains(text), "the key is shown: {shown}");
+                assert!(
+                    text.len() < 6 || !shown.contains(text),
+                    "the key is shown: {shown}"
+                );
             }
             false
         }
@@ -147,21 +169,54 @@ fn read_secret(input: &SecretInput) -> bool {
 
 #[test]
 fn secret_key() {
-    fuzz_harness::run("secret_key", secret_inputs(), |s| budget(secret_len(s)), read_secret);
+    fuzz_harness::run(
+        "secret_key",
+        secret_inputs(),
+        |s| budget(secret_len(s)),
+        read_secret,
+    );
 }
 
 /// Marks generated passwords, so that their appearance anywhere can be looked for.
 const SECRET_MARK: &str = "Pw7q";
 
 fn url_element() -> impl Strategy<Value = String> {
-    let scheme = prop::sample::select(vec!["http://", "https://", "http://", "https://", "HTTPS://", "ftp://", "", "http:/", "http:", "//"]);
-    let userinfo = proptest::option::of(("[a-z%:@]{0,6}", "[A-Za-z0-9._~!$&'()*+;=:@%/#?\\\\\\[\\] -]{0,10}")
-        .prop_map(|(user, pw)| format!("{user}:{SECRET_MARK}{pw}@")));
-    let host = prop::sample::select(vec!["ca", "ca.example.org", "10.0.0.1", "[::1]", "ca", "ca", "", "b\u{fc}cher.de", "xn--", "a b", "ca%2f", "[::1"]);
-    let port = proptest::option::of(prop_oneof![1 => "[0-9]{1,6}", 1 => "[a-z0-9]{0,3}"].prop_map(|p| format!(":{p}")));
-    let path = prop::sample::select(vec!["", "/", "", "/", "/cfssl", "/cfssl/", "/a@b", "?x=1", "#f", "/p?q#f", "\\x", "/%zz"]);
+    let scheme = prop::sample::select(vec![
+        "http://", "https://", "http://", "https://", "HTTPS://", "ftp://", "", "http:/", "http:", "//",
+    ]);
+    let userinfo = proptest::option::of(
+        (
+            "[a-z%:@]{0,6}",
+            "[A-Za-z0-9._~!$&'()*+;=:@%/#?\\\\\\[\\] -]{0,10}",
+        )
+            .prop_map(|(user, pw)| format!("{user}:{SECRET_MARK}{pw}@")),
+    );
+    let host = prop::sample::select(vec![
+        "ca",
+        "ca.example.org",
+        "10.0.0.1",
+        "[::1]",
+        "ca",
+        "ca",
+        "",
+        "b\u{fc}cher.de",
+        "xn--",
+        "a b",
+        "ca%2f",
+        "[::1",
+    ]);
+    let port = proptest::option::of(
+        prop_oneof![1 => "[0-9]{1,6}", 1 => "[a-z0-9]{0,3}"].prop_map(|p| format!(":{p}")),
+    );
+    let path = prop::sample::select(vec![
+        "", "/", "", "/", "/cfssl", "/cfssl/", "/a@b", "?x=1", "#f", "/p?q#f", "\\x", "/%zz",
+    ]);
     (scheme, userinfo, host, port, path, "[ \t]{0,2}").prop_map(|(s, u, h, p, path, pad)| {
-        format!("{pad}{s}{}{h}{}{path}{pad}", u.unwrap_or_default(), p.unwrap_or_default())
+        format!(
+            "{pad}{s}{}{h}{}{path}{pad}",
+            u.unwrap_or_default(),
+            p.unwrap_or_default()
+        )
     })
 }
 
@@ -189,7 +244,7 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-fn parse_urls(list: &String) -> bool {
+fn parse_urls(list: &str) -> bool {
     let parsed = Endpoints::parse(list);
     let mut shown = vec![cfssl_issuer::cfssl::redact_list(list)];
     shown.extend(list.split(',').map(cfssl_issuer::cfssl::redact));
@@ -199,7 +254,10 @@ fn parse_urls(list: &String) -> bool {
             for base in eps.iter() {
                 assert!(matches!(base.scheme(), "http" | "https"), "{base}");
                 assert!(base.host_str().is_some_and(|h| !h.is_empty()), "{base}");
-                assert!(base.path().ends_with('/') && base.query().is_none() && base.fragment().is_none(), "{base}");
+                assert!(
+                    base.path().ends_with('/') && base.query().is_none() && base.fragment().is_none(),
+                    "{base}"
+                );
                 let api = Endpoints::api(base, AUTHSIGN_PATH);
                 assert!(api.path().ends_with(AUTHSIGN_PATH), "{api}");
             }
@@ -217,7 +275,10 @@ fn parse_urls(list: &String) -> bool {
         assert!(!redacted.contains(SECRET_MARK), "a password is shown: {redacted}");
     }
     // When every marked password is a credential, none may appear anywhere.
-    if list.split(',').all(|e| !e.contains(SECRET_MARK) || has_credentials(e)) {
+    if list
+        .split(',')
+        .all(|e| !e.contains(SECRET_MARK) || has_credentials(e))
+    {
         for text in &shown {
             assert!(!text.contains(SECRET_MARK), "a password is shown: {text}");
         }
@@ -227,5 +288,5 @@ fn parse_urls(list: &String) -> bool {
 
 #[test]
 fn url_list() {
-    fuzz_harness::run("url_list", url_lists(), |l| budget(l.len()), parse_urls);
+    fuzz_harness::run("url_list", url_lists(), |l| budget(l.len()), |l| parse_urls(l));
 }

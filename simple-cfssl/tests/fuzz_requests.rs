@@ -60,7 +60,10 @@ fn fixture() -> &'static Fixture {
 }
 
 /// A field's value and whether it is one a clean, signable request carries.
-fn field<T: Into<Value> + Clone + std::fmt::Debug + 'static>(clean: Vec<T>, other: Vec<Value>) -> impl Strategy<Value = (Option<Value>, bool)> {
+fn field<T: Into<Value> + Clone + std::fmt::Debug + 'static>(
+    clean: Vec<T>,
+    other: Vec<Value>,
+) -> impl Strategy<Value = (Option<Value>, bool)> {
     let clean: Vec<Value> = clean.into_iter().map(Into::into).collect();
     prop_oneof![
         3 => prop::sample::select(clean).prop_map(|v| (Some(v), true)),
@@ -89,10 +92,22 @@ fn csr_field() -> impl Strategy<Value = (Option<Value>, bool)> {
 /// The inner sign request's bytes and whether it is clean (signable as it is).
 fn inner_request() -> impl Strategy<Value = (Vec<u8>, bool)> {
     // The test CA has no default label, so an empty one is unknown.
-    let label = field(vec!["intermediate1", "intermediate2"], vec![json!(""), json!("nope"), json!(7), json!(null)]);
+    let label = field(
+        vec!["intermediate1", "intermediate2"],
+        vec![json!(""), json!("nope"), json!(7), json!(null)],
+    );
     // multirootca refuses `default` named outright (only an empty profile means it).
-    let profile = field(vec!["", "server", "client"], vec![json!("default"), json!("noauth"), json!("nope"), json!(true)]);
-    let hosts = optional(vec![json!([]), json!(["a.example.org", "10.0.0.1"]), json!("a"), json!([1]), json!(null)]);
+    let profile = field(
+        vec!["", "server", "client"],
+        vec![json!("default"), json!("noauth"), json!("nope"), json!(true)],
+    );
+    let hosts = optional(vec![
+        json!([]),
+        json!(["a.example.org", "10.0.0.1"]),
+        json!("a"),
+        json!([1]),
+        json!(null),
+    ]);
     let subject = optional(vec![
         json!({"CN": "x", "names": [{"C": "US", "O": "o"}]}),
         json!({"names": "x"}),
@@ -109,22 +124,46 @@ fn inner_request() -> impl Strategy<Value = (Vec<u8>, bool)> {
     let serial = optional(vec![json!(123), json!("1"), json!(1.5), json!(-1), json!(1e300)]);
     let bundle = optional(vec![json!(true), json!(false), json!("yes")]);
     let text = prop_oneof![3 => Just(vec![]), 1 => mutate::mutations(4)];
-    (csr_field(), label, profile, (hosts, subject, extensions, serial, bundle), any::<bool>(), text).prop_map(
-        |(csr, label, profile, (hosts, subject, extensions, serial, bundle), upper, text)| {
-            let mut clean = text.is_empty();
-            let mut map = serde_json::Map::new();
-            let fields = [("certificate_request", csr), ("label", label), ("profile", profile), ("hosts", hosts), ("subject", subject), ("extensions", extensions), ("serial", serial), ("bundle", bundle)];
-            for (name, (value, ok)) in fields {
-                clean &= ok;
-                if let Some(value) = value {
-                    // Go matches keys case-insensitively too.
-                    let name = if upper && name == "label" { "Label".to_string() } else { name.to_string() };
-                    map.insert(name, value);
-                }
-            }
-            (mutate::apply(&serde_json::to_vec(&Value::Object(map)).unwrap(), &text), clean)
-        },
+    (
+        csr_field(),
+        label,
+        profile,
+        (hosts, subject, extensions, serial, bundle),
+        any::<bool>(),
+        text,
     )
+        .prop_map(
+            |(csr, label, profile, (hosts, subject, extensions, serial, bundle), upper, text)| {
+                let mut clean = text.is_empty();
+                let mut map = serde_json::Map::new();
+                let fields = [
+                    ("certificate_request", csr),
+                    ("label", label),
+                    ("profile", profile),
+                    ("hosts", hosts),
+                    ("subject", subject),
+                    ("extensions", extensions),
+                    ("serial", serial),
+                    ("bundle", bundle),
+                ];
+                for (name, (value, ok)) in fields {
+                    clean &= ok;
+                    if let Some(value) = value {
+                        // Go matches keys case-insensitively too.
+                        let name = if upper && name == "label" {
+                            "Label".to_string()
+                        } else {
+                            name.to_string()
+                        };
+                        map.insert(name, value);
+                    }
+                }
+                (
+                    mutate::apply(&serde_json::to_vec(&Value::Object(map)).unwrap(), &text),
+                    clean,
+                )
+            },
+        )
 }
 
 /// An authsign body, whether its token signs its inner request, and whether it must be signed.
@@ -152,19 +191,32 @@ fn token(inner: &[u8]) -> Vec<u8> {
 }
 
 fn authsign_bodies() -> impl Strategy<Value = Body> {
-    let outer = (inner_request(), 0u8..8, any::<bool>(), prop_oneof![3 => Just(vec![]), 1 => mutate::mutations(4)]).prop_map(
-        |((inner, clean), token_kind, bytes_token, text)| {
+    let outer = (
+        inner_request(),
+        0u8..8,
+        any::<bool>(),
+        prop_oneof![3 => Just(vec![]), 1 => mutate::mutations(4)],
+    )
+        .prop_map(|((inner, clean), token_kind, bytes_token, text)| {
             let mut token = token(&inner);
             let token_ok = token_kind < 6;
             if !token_ok {
                 token[0] ^= 1;
             }
-            let token = if bytes_token { json!(token) } else { json!(STANDARD.encode(&token)) };
-            let body = json!({"timestamp": 1_795_467_600, "token": token, "request": STANDARD.encode(&inner)});
+            let token = if bytes_token {
+                json!(token)
+            } else {
+                json!(STANDARD.encode(&token))
+            };
+            let body =
+                json!({"timestamp": 1_795_467_600, "token": token, "request": STANDARD.encode(&inner)});
             let signable = clean && token_ok && text.is_empty();
-            Body { bytes: mutate::apply(&serde_json::to_vec(&body).unwrap(), &text), token_ok, signable }
-        },
-    );
+            Body {
+                bytes: mutate::apply(&serde_json::to_vec(&body).unwrap(), &text),
+                token_ok,
+                signable,
+            }
+        });
     prop_oneof![
         8 => outer,
         1 => proptest::collection::vec(any::<u8>(), 0..512).prop_map(|bytes| Body { bytes, token_ok: false, signable: false }),
@@ -193,7 +245,10 @@ fn decide(body: &Body) -> bool {
         }
         Err((status, message)) => {
             assert!(!body.signable, "a clean request refused: {status} {message}");
-            assert!(matches!(status, 400 | 401 | 500) && !message.is_empty(), "{status} {message:?}");
+            assert!(
+                matches!(status, 400 | 401 | 500) && !message.is_empty(),
+                "{status} {message:?}"
+            );
             false
         }
     }
@@ -201,11 +256,19 @@ fn decide(body: &Body) -> bool {
 
 #[test]
 fn authsign_request() {
-    fuzz_harness::run("authsign_request", authsign_bodies(), |b| budget(b.bytes.len()), decide);
+    fuzz_harness::run(
+        "authsign_request",
+        authsign_bodies(),
+        |b| budget(b.bytes.len()),
+        decide,
+    );
 }
 
 fn info_bodies() -> impl Strategy<Value = Vec<u8>> {
-    let label = field(vec!["intermediate1", "intermediate2", ""], vec![json!("nope"), json!(7), json!(null)]);
+    let label = field(
+        vec!["intermediate1", "intermediate2", ""],
+        vec![json!("nope"), json!(7), json!(null)],
+    );
     let profile = field(vec!["", "default", "server"], vec![json!("nope"), json!([])]);
     let text = prop_oneof![3 => Just(vec![]), 1 => mutate::mutations(4)];
     prop_oneof![
@@ -217,7 +280,7 @@ fn info_bodies() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-fn info(body: &Vec<u8>) -> bool {
+fn info(body: &[u8]) -> bool {
     match fixture().ca.info(body) {
         Ok(pem) => {
             assert!(!key_of(&pem).is_empty());
@@ -232,5 +295,5 @@ fn info(body: &Vec<u8>) -> bool {
 
 #[test]
 fn info_request() {
-    fuzz_harness::run("info_request", info_bodies(), |b| budget(b.len()), info);
+    fuzz_harness::run("info_request", info_bodies(), |b| budget(b.len()), |b| info(b));
 }

@@ -119,11 +119,11 @@ fn apply_one(data: &mut Vec<u8>, m: &Mutation) {
 /// DER length octets for `len`, shortest form.
 pub fn encode_length(len: usize) -> Vec<u8> {
     if len < 0x80 {
-        return vec![len as u8];
+        return vec![u8::try_from(len).unwrap()];
     }
     let bytes = len.to_be_bytes();
     let skip = bytes.iter().take_while(|b| **b == 0).count();
-    let mut out = vec![0x80 | (bytes.len() - skip) as u8];
+    let mut out = vec![0x80 | u8::try_from(bytes.len() - skip).unwrap()];
     out.extend_from_slice(&bytes[skip..]);
     out
 }
@@ -176,7 +176,9 @@ fn read_length(bytes: &[u8]) -> Option<(usize, usize)> {
     if n == 0 || n > 4 || bytes.len() <= n {
         return None;
     }
-    let value = bytes[1..=n].iter().fold(0usize, |v, b| (v << 8) | usize::from(*b));
+    let value = bytes[1..=n]
+        .iter()
+        .fold(0usize, |v, b| (v << 8) | usize::from(*b));
     Some((1 + n, value))
 }
 
@@ -226,16 +228,26 @@ pub fn pem(label: &str, der: &[u8], armour: &Armour) -> Vec<u8> {
             .chunks(64)
             .map(|c| String::from_utf8_lossy(c).into_owned())
             .collect();
-        format!("-----BEGIN {label}-----{eol}{}{eol}-----END {label}-----{eol}", body.join(eol))
+        format!(
+            "-----BEGIN {label}-----{eol}{}{eol}-----END {label}-----{eol}",
+            body.join(eol)
+        )
     };
     let text = match armour {
         Armour::Lf => block(label, "\n"),
         Armour::Crlf => block(label, "\r\n"),
-        Armour::OneLine => format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", STANDARD.encode(der)),
+        Armour::OneLine => format!(
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+            STANDARD.encode(der)
+        ),
         Armour::LeadingText(t) => format!("{t}\n{}", block(label, "\n")),
         Armour::TrailingText(t) => format!("{}{t}", block(label, "\n")),
         Armour::Twice => block(label, "\n").repeat(2),
-        Armour::Unterminated => block(label, "\n").split("-----END").next().unwrap_or_default().to_string(),
+        Armour::Unterminated => block(label, "\n")
+            .split("-----END")
+            .next()
+            .unwrap_or_default()
+            .to_string(),
         Armour::Label(other) => block(other, "\n"),
         Armour::BadBase64(i, c) => {
             let text = block(label, "\n");

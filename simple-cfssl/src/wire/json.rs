@@ -201,7 +201,9 @@ impl<'a> Parser<'a> {
                 items.shrink_to_fit();
                 self.node(start, Value::Array(items))
             }
-            Frame::Object { start, mut entries, .. } => {
+            Frame::Object {
+                start, mut entries, ..
+            } => {
                 entries.shrink_to_fit();
                 self.node(start, Value::Object(entries))
             }
@@ -528,16 +530,27 @@ mod tests {
     fn finished_containers_hold_no_spare_room() {
         fn spare(node: &Node<'_>) -> usize {
             match &node.value {
-                Value::Array(items) => items.capacity() - items.len() + items.iter().map(spare).sum::<usize>(),
+                Value::Array(items) => {
+                    items.capacity() - items.len() + items.iter().map(spare).sum::<usize>()
+                }
                 Value::Object(entries) => {
                     entries.capacity() - entries.len() + entries.iter().map(|(_, v)| spare(v)).sum::<usize>()
                 }
                 _ => 0,
             }
         }
-        let cases: [&[u8]; 3] = [br#"{"token":[{"a":0},{"a":0},{"a":0}]}"#, b"[[1],[2,3],[]]", br#"{"a":{"b":[0]}}"#];
+        let cases: [&[u8]; 3] = [
+            br#"{"token":[{"a":0},{"a":0},{"a":0}]}"#,
+            b"[[1],[2,3],[]]",
+            br#"{"a":{"b":[0]}}"#,
+        ];
         for input in cases {
-            assert_eq!(spare(&parse(input).unwrap()), 0, "{}", String::from_utf8_lossy(input));
+            assert_eq!(
+                spare(&parse(input).unwrap()),
+                0,
+                "{}",
+                String::from_utf8_lossy(input)
+            );
         }
     }
 
