@@ -89,18 +89,10 @@ fn csr_field() -> impl Strategy<Value = (Option<Value>, bool)> {
     ]
 }
 
-/// The inner sign request's bytes and whether it is clean (signable as it is).
-fn inner_request() -> impl Strategy<Value = (Vec<u8>, bool)> {
-    // The test CA has no default label, so an empty one is unknown.
-    let label = field(
-        vec!["intermediate1", "intermediate2"],
-        vec![json!(""), json!("nope"), json!(7), json!(null)],
-    );
-    // multirootca refuses `default` named outright (only an empty profile means it).
-    let profile = field(
-        vec!["", "server", "client"],
-        vec![json!("default"), json!("noauth"), json!("nope"), json!(true)],
-    );
+/// Each optional field of the inner request, as (value, whether a clean request may carry it).
+type Optional = (Option<Value>, bool);
+
+fn optional_fields() -> impl Strategy<Value = [(&'static str, Optional); 5]> {
     let hosts = optional(vec![
         json!([]),
         json!(["a.example.org", "10.0.0.1"]),
@@ -123,47 +115,57 @@ fn inner_request() -> impl Strategy<Value = (Vec<u8>, bool)> {
     ]);
     let serial = optional(vec![json!(123), json!("1"), json!(1.5), json!(-1), json!(1e300)]);
     let bundle = optional(vec![json!(true), json!(false), json!("yes")]);
+    (hosts, subject, extensions, serial, bundle).prop_map(|(h, s, e, n, b)| {
+        [
+            ("hosts", h),
+            ("subject", s),
+            ("extensions", e),
+            ("serial", n),
+            ("bundle", b),
+        ]
+    })
+}
+
+/// The inner sign request's bytes and whether it is clean (signable as it is).
+fn inner_request() -> impl Strategy<Value = (Vec<u8>, bool)> {
+    // The test CA has no default label, so an empty one is unknown.
+    let label = field(
+        vec!["intermediate1", "intermediate2"],
+        vec![json!(""), json!("nope"), json!(7), json!(null)],
+    );
+    // multirootca refuses `default` named outright (only an empty profile means it).
+    let profile = field(
+        vec!["", "server", "client"],
+        vec![json!("default"), json!("noauth"), json!("nope"), json!(true)],
+    );
     let text = prop_oneof![3 => Just(vec![]), 1 => mutate::mutations(4)];
     (
         csr_field(),
         label,
         profile,
-        (hosts, subject, extensions, serial, bundle),
+        optional_fields(),
         any::<bool>(),
         text,
     )
-        .prop_map(
-            |(csr, label, profile, (hosts, subject, extensions, serial, bundle), upper, text)| {
-                let mut clean = text.is_empty();
-                let mut map = serde_json::Map::new();
-                let fields = [
-                    ("certificate_request", csr),
-                    ("label", label),
-                    ("profile", profile),
-                    ("hosts", hosts),
-                    ("subject", subject),
-                    ("extensions", extensions),
-                    ("serial", serial),
-                    ("bundle", bundle),
-                ];
-                for (name, (value, ok)) in fields {
-                    clean &= ok;
-                    if let Some(value) = value {
-                        // Go matches keys case-insensitively too.
-                        let name = if upper && name == "label" {
-                            "Label".to_string()
-                        } else {
-                            name.to_string()
-                        };
-                        map.insert(name, value);
-                    }
+        .prop_map(|(csr, label, profile, optional, upper, text)| {
+            let mut clean = text.is_empty();
+            let mut map = serde_json::Map::new();
+            let required = [
+                ("certificate_request", csr),
+                ("label", label),
+                ("profile", profile),
+            ];
+            for (name, (value, ok)) in required.into_iter().chain(optional) {
+                clean &= ok;
+                if let Some(value) = value {
+                    // Go matches keys case-insensitively too.
+                    let name = if upper && name == "label" { "Label" } else { name };
+                    map.insert(name.to_string(), value);
                 }
-                (
-                    mutate::apply(&serde_json::to_vec(&Value::Object(map)).unwrap(), &text),
-                    clean,
-                )
-            },
-        )
+            }
+            let bytes = serde_json::to_vec(&Value::Object(map)).unwrap();
+            (mutate::apply(&bytes, &text), clean)
+        })
 }
 
 /// An authsign body, whether its token signs its inner request, and whether it must be signed.
