@@ -55,6 +55,11 @@ crds: ## Regenerate config/crd and the chart's CRDs from the API types
 demo: ## Show it working with no cluster: API server, simple-cfssl, manager, config/samples
 	./scripts/demo.sh
 
+.PHONY: fuzz
+fuzz: ## Fuzz the parsers: a million cases per target, random seeds, release (make test runs 10,000 each)
+	FUZZ_CASES=$(or $(FUZZ_CASES),1000000) FUZZ_SEED=$(or $(FUZZ_SEED),random) $(CARGO) test --release -p cfssl-issuer --test fuzz_parsers --test fuzz_settings -- --nocapture
+	FUZZ_CASES=$(or $(FUZZ_CASES),1000000) FUZZ_SEED=$(or $(FUZZ_SEED),random) $(CARGO) test --release -p simple-cfssl --test fuzz_requests -- --nocapture
+
 .PHONY: bench
 bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, end to end and standalone mode (release)
 	$(CARGO) bench --bench cfssl_sign

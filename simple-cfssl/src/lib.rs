@@ -105,6 +105,36 @@ impl Drop for Running {
     }
 }
 
+/// The `authsign` and `info` decisions without the HTTP server, for tests that feed request
+/// bodies straight in (tests/fuzz_requests.rs). The server reads at most [`MAX_BODY`] bytes
+/// of a body before deciding; callers keep to that cap.
+pub struct Decisions(AppState);
+
+impl Decisions {
+    /// The CA `config` describes, built as [`spawn`] builds it.
+    pub fn new(config: &Config, now: OffsetDateTime) -> anyhow::Result<Decisions> {
+        let policy = config.validate()?;
+        let ca = Ca::build(config, now)?;
+        Ok(Decisions(AppState::new(policy, ca)))
+    }
+
+    /// `authsign`: the certificate PEM, or the refusal's HTTP status and message.
+    pub fn authsign(&self, body: &[u8], now: OffsetDateTime) -> Result<String, (u16, String)> {
+        self.0
+            .authsign(body, now)
+            .map(|signed| signed.certificate)
+            .map_err(|r| (r.status.as_u16(), r.message))
+    }
+
+    /// `info`: the label's certificate PEM, or the refusal's HTTP status and message.
+    pub fn info(&self, body: &[u8]) -> Result<String, (u16, String)> {
+        self.0
+            .info(body)
+            .map(|info| info.certificate)
+            .map_err(|r| (r.status.as_u16(), r.message))
+    }
+}
+
 /// Builds the CA, writes its files when `config.dir` is set, and serves until shut down.
 pub async fn spawn(config: Config) -> anyhow::Result<Running> {
     // aws-lc-rs is the only provider compiled in; another caller may have installed it already.

@@ -109,6 +109,17 @@ impl ErrorContext {
     }
 }
 
+/// One answer's `status` and `body` (read within the size cap) as the client decodes them: the
+/// result, or the classified error. Public so that tests/fuzz_parsers.rs can feed it directly.
+pub fn parse_answer<T: DeserializeOwned>(call: Call, status: StatusCode, body: &[u8]) -> Result<T, Error> {
+    let ctx = ErrorContext {
+        call,
+        url: String::new(),
+        label: String::new(),
+    };
+    ctx.parse(status, body)
+}
+
 /// The first bytes of a non-CFSSL body, printable, for error messages.
 fn snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);

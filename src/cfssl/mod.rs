@@ -10,9 +10,10 @@ mod error;
 mod failover;
 pub mod wire;
 
+pub use answer::parse_answer;
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
-pub use endpoints::{Endpoints, EndpointsError, UrlProblem};
+pub use endpoints::{Endpoints, EndpointsError, UrlProblem, redact, redact_list};
 pub use error::{
     BoxError, Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate, classify_refusal,
 };
