@@ -14,6 +14,8 @@ pub(super) struct ErrorContext {
     pub(super) call: Call,
     pub(super) url: String,
     pub(super) label: String,
+    /// The answer's `content-type`, once there is an answer.
+    pub(super) content_type: String,
 }
 
 impl ErrorContext {
@@ -63,12 +65,15 @@ impl ErrorContext {
         let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
         let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
             Ok(envelope) => envelope,
-            Err(e) if status.is_success() => {
+            Err(source) if status.is_success() => {
                 return Err(Error::Malformed {
                     call,
                     url,
                     label,
-                    problem: MalformedAnswer::NotCfssl(e),
+                    problem: MalformedAnswer::NotCfssl {
+                        content_type: self.content_type.clone(),
+                        source,
+                    },
                 });
             }
             Err(_) => {
@@ -88,6 +93,21 @@ impl ErrorContext {
                 url,
                 label,
                 problem: MalformedAnswer::NoResult,
+            }),
+            _ if envelope.errors.is_empty() && status.is_success() => Err(Error::Malformed {
+                call,
+                url,
+                label,
+                problem: MalformedAnswer::NoVerdict,
+            }),
+            // A failure envelope without an error is no verdict either: whatever sent it is
+            // quoted, as any other non-CFSSL answer.
+            _ if envelope.errors.is_empty() => Err(Error::Http {
+                call,
+                url,
+                label,
+                status: status.as_u16(),
+                snippet: snippet(bytes),
             }),
             _ => {
                 let first = envelope.errors.into_iter().next();

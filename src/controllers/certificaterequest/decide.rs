@@ -265,6 +265,10 @@ pub fn outcome(
         Class::Permanent if matches!(err, CfsslError::Csr(_)) => {
             Outcome::Failed(format!("the request cannot be signed: {err}"))
         }
+        // The CA signed, but what it sent back is not a certificate for this request.
+        Class::Permanent if matches!(err, CfsslError::BadCertificate { .. }) => Outcome::Failed(format!(
+            "the CA signed, but its certificate is unusable and was not stored: {err}"
+        )),
         Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
         Class::Issuer(_) => Outcome::IssuerFault {
             message: format!("the issuer is misconfigured: {err}"),
