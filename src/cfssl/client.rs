@@ -359,11 +359,7 @@ fn content_type(response: &reqwest::Response) -> String {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    value
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(60)
-        .collect()
+    value.chars().filter(|c| !c.is_control()).take(60).collect()
 }
 
 /// A request body as JSON.

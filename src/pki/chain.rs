@@ -395,7 +395,11 @@ mod tests {
         let p = pki();
         let foreign = pki();
         let cases: Vec<(&str, String, Option<usize>)> = vec![
-            ("leaf, its intermediate", format!("{}{}", p.leaf_pem, p.int_pem), None),
+            (
+                "leaf, its intermediate",
+                format!("{}{}", p.leaf_pem, p.int_pem),
+                None,
+            ),
             (
                 "leaf, intermediate, its root",
                 format!("{}{}{}", p.leaf_pem, p.int_pem, p.root_pem),

@@ -138,7 +138,9 @@ impl TestCa {
                 csr.params.not_after = rcgen::date_time_ymd(2002, 1, 1);
                 csr.signed_by(&self.intermediate)?.pem()
             }
-            Leaf::NotParsing => "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n".into(),
+            Leaf::NotParsing => {
+                "-----BEGIN CERTIFICATE-----\naGVsbG8gd29ybGQ=\n-----END CERTIFICATE-----\n".into()
+            }
         };
         if leaf == Leaf::ForeignIntermediate {
             let bundle = format!("{certificate}{}", self.foreign_intermediate_pem);
@@ -154,6 +156,9 @@ impl TestCa {
 struct Inner {
     ca: TestCa,
     script: Mutex<Script>,
+    /// When set, the credential probe is refused with this message (a key the CA stopped
+    /// accepting).
+    probe_refusal: Mutex<Option<String>>,
     signs: AtomicU64,
     infos: AtomicU64,
 }
@@ -170,6 +175,7 @@ impl ScriptedCa {
         let inner = Arc::new(Inner {
             ca: TestCa::new()?,
             script: Mutex::new(script),
+            probe_refusal: Mutex::new(None),
             signs: AtomicU64::new(0),
             infos: AtomicU64::new(0),
         });
@@ -203,6 +209,11 @@ impl ScriptedCa {
     /// Answers the next sign requests with `script`.
     pub fn set_script(&self, script: Script) {
         *self.inner.script.lock().expect("lock") = script;
+    }
+
+    /// Refuses the credential probe (an authsign with an empty CSR) with `message` from now on.
+    pub fn refuse_probe(&self, message: &str) {
+        *self.inner.probe_refusal.lock().expect("lock") = Some(message.into());
     }
 
     /// Closes the port: new connections are refused.
@@ -252,7 +263,11 @@ async fn authsign(State(inner): State<Arc<Inner>>, body: Bytes) -> Response {
         return refusal(StatusCode::BAD_REQUEST, "bad request");
     };
     if csr.is_empty() {
-        return refusal(StatusCode::BAD_REQUEST, "invalid request");
+        let refused = inner.probe_refusal.lock().expect("lock").clone();
+        return refusal(
+            StatusCode::BAD_REQUEST,
+            refused.as_deref().unwrap_or("invalid request"),
+        );
     }
     inner.signs.fetch_add(1, Ordering::SeqCst);
     let script = inner.script.lock().expect("lock").clone();
