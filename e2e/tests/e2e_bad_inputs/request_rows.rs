@@ -172,11 +172,12 @@ fn rows() -> Vec<Row> {
             expect: Expect {
                 on: Shown::Issuer,
                 ready: Some(("False", "InvalidCredentials")),
-                // A second sign may start before the issuer's NotReady reaches the cache; the
-                // CA refuses it too, and nothing is signed.
+                // The refused sign asks for a re-check of the issuer; until its NotReady lands
+                // the request's own backoff (1 s, 2 s) may try again, each refused: no
+                // certificate is minted.
                 message: "refused: invalid token (HTTP 400",
                 failed_for_good: false,
-                signs: Signs::Between(1, 2),
+                signs: Signs::Between(1, 3),
                 stored: false,
             },
         },
@@ -193,17 +194,26 @@ fn rows() -> Vec<Row> {
         Row {
             name: "CA: HTTP 503 with an HTML page",
             input: answer(503, "text/html", HTML_503),
-            expect: pending("HTTP 503 without a CFSSL answer", retried),
+            expect: pending(
+                r#"HTTP 503 without a CFSSL answer: "503 Service Unavailable Service Unavailable""#,
+                retried,
+            ),
         },
         Row {
             name: "CA: HTTP 404 HTML from a proxy",
             input: answer(404, "text/html", HTML_404),
-            expect: pending("HTTP 404 without a CFSSL answer", retried),
+            expect: pending(
+                r#"HTTP 404 without a CFSSL answer: "404 Not Found 404 Not Found nginx""#,
+                retried,
+            ),
         },
         Row {
             name: "CA: HTTP 413 from a proxy",
             input: answer(413, "text/html", HTML_413),
-            expect: pending("HTTP 413 without a CFSSL answer", retried),
+            expect: pending(
+                r#"HTTP 413 without a CFSSL answer: "413 Request Entity Too Large 413 Request Entity Too Large nginx""#,
+                retried,
+            ),
         },
         Row {
             name: "CA: HTTP 200 with HTML",
@@ -417,6 +427,9 @@ fn problems(expect: &Expect, seen: &Observed) -> Vec<String> {
     }
     if !seen.message.contains(expect.message) {
         out.push(format!("message {:?} lacks {:?}", seen.message, expect.message));
+    }
+    if seen.message.contains("</") {
+        out.push("markup in the message: a page must be quoted by its words".into());
     }
     if expect.on == Shown::Request && seen.failure_time != expect.failed_for_good {
         out.push(format!(
