@@ -58,6 +58,8 @@ enum Input {
     AlreadyFailed,
     /// Already Ready=True/Issued with a certificate.
     AlreadyIssued,
+    /// Never approved.
+    Unapproved,
 }
 
 #[derive(Clone, Copy)]
@@ -69,6 +71,8 @@ enum BadCsr {
     BadSignature,
     Over64KiB,
     ThousandSans,
+    /// A good CSR armoured as `NEW CERTIFICATE REQUEST` (older tools): accepted.
+    OldBlockName,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -279,6 +283,24 @@ fn rows() -> Vec<Row> {
             ),
         },
         Row {
+            name: "CA: refuses the CSR (bad request)",
+            input: answer(
+                400,
+                "application/json",
+                r#"{"success":false,"result":null,"errors":[{"code":1,"message":"bad request"}],"messages":[]}"#,
+            ),
+            expect: failed("the CA will not sign this request: authsign at", 1),
+        },
+        Row {
+            name: "CA: success with an empty certificate",
+            input: answer(
+                200,
+                "application/json",
+                r#"{"success":true,"result":{"certificate":""},"errors":[],"messages":[]}"#,
+            ),
+            expect: failed("unusable certificate: no PEM certificate found", 1),
+        },
+        Row {
             name: "request: not PEM",
             input: Csr(BadCsr::NotPem),
             expect: failed("the request cannot be signed: the CSR is not PEM", 0),
@@ -321,6 +343,16 @@ fn rows() -> Vec<Row> {
             name: "request: 1,000 SANs (signed)",
             input: Csr(BadCsr::ThousandSans),
             expect: issued(1),
+        },
+        Row {
+            name: "request: NEW CERTIFICATE REQUEST block (signed)",
+            input: Csr(BadCsr::OldBlockName),
+            expect: issued(1),
+        },
+        Row {
+            name: "request: not approved (waits, untouched)",
+            input: Unapproved,
+            expect: untouched(None, "", false),
         },
         Row {
             name: "request: unknown issuer kind",
@@ -392,7 +424,7 @@ impl Input {
     fn untouched(&self) -> bool {
         match self {
             Input::IssuerRef { group, .. } => *group != GROUP,
-            Input::AlreadyFailed | Input::AlreadyIssued => true,
+            Input::AlreadyFailed | Input::AlreadyIssued | Input::Unapproved => true,
             _ => false,
         }
     }
@@ -607,6 +639,7 @@ impl Env {
                     .await
             }
             Input::AlreadyFailed | Input::AlreadyIssued => self.feed_preset(row, ns, &good).await,
+            Input::Unapproved => self.request(ns, GROUP, "Issuer", &good, false).await,
         }
     }
 
@@ -719,6 +752,7 @@ fn bad_csr(bad: BadCsr, good: &str) -> anyhow::Result<String> {
             armour(der)
         }
         BadCsr::Over64KiB => format!("{}\n{good}", "#".repeat(65 * 1024)),
+        BadCsr::OldBlockName => ::pem::encode(&::pem::Pem::new("NEW CERTIFICATE REQUEST", der)),
         BadCsr::ThousandSans => {
             let names: Vec<String> = (0..1000).map(|i| format!("host-{i}.example.com")).collect();
             rcgen::CertificateParams::new(names)?

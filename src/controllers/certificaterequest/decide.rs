@@ -179,8 +179,9 @@ pub enum Signing {
     InFlight,
     /// Signed, and the Issued write has not landed: a retry writes this chain, never signs.
     Unsaved(Chain),
-    /// The Issued write landed as `resource_version`; held until the cache shows it, so a
-    /// reconcile from a stale cache neither signs again nor applies a status without it.
+    /// The Issued (or, after a sign, Failed) write landed as `resource_version`; held until
+    /// the cache shows it, so a reconcile from a stale cache neither signs again nor applies a
+    /// status without it.
     Saved { resource_version: Option<String> },
 }
 
