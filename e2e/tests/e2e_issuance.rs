@@ -543,7 +543,7 @@ async fn proxy_answers_fail_over_and_url_passwords_stay_hidden() -> anyhow::Resu
     let message = &unreachable.conditions()[0].message;
     assert!(message.contains("HTTP 404"), "{message}");
     assert!(
-        message.contains("<html><body><h1>404 Not Found</h1>"),
+        message.contains(r#"without a CFSSL answer: "404 Not Found xxx"#),
         "{message}"
     );
     assert!(

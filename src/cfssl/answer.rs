@@ -14,6 +14,8 @@ pub(super) struct ErrorContext {
     pub(super) call: Call,
     pub(super) url: String,
     pub(super) label: String,
+    /// The answer's `content-type`, once there is an answer.
+    pub(super) content_type: String,
 }
 
 impl ErrorContext {
@@ -63,12 +65,15 @@ impl ErrorContext {
         let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
         let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
             Ok(envelope) => envelope,
-            Err(e) if status.is_success() => {
+            Err(source) if status.is_success() => {
                 return Err(Error::Malformed {
                     call,
                     url,
                     label,
-                    problem: MalformedAnswer::NotCfssl(e),
+                    problem: MalformedAnswer::NotCfssl {
+                        content_type: self.content_type.clone(),
+                        source,
+                    },
                 });
             }
             Err(_) => {
@@ -88,6 +93,21 @@ impl ErrorContext {
                 url,
                 label,
                 problem: MalformedAnswer::NoResult,
+            }),
+            _ if envelope.errors.is_empty() && status.is_success() => Err(Error::Malformed {
+                call,
+                url,
+                label,
+                problem: MalformedAnswer::NoVerdict,
+            }),
+            // A failure envelope without an error is no verdict either: whatever sent it is
+            // quoted, as any other non-CFSSL answer.
+            _ if envelope.errors.is_empty() => Err(Error::Http {
+                call,
+                url,
+                label,
+                status: status.as_u16(),
+                snippet: snippet(bytes),
             }),
             _ => {
                 let first = envelope.errors.into_iter().next();
@@ -116,18 +136,53 @@ pub fn parse_answer<T: DeserializeOwned>(call: Call, status: StatusCode, body: &
         call,
         url: String::new(),
         label: String::new(),
+        content_type: String::new(),
     };
     ctx.parse(status, body)
 }
 
-/// The first bytes of a non-CFSSL body, printable, for error messages.
-fn snippet(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .trim()
-        .to_string()
+/// How much of a non-CFSSL body an error message quotes, in characters.
+const SNIPPET_CHARS: usize = 120;
+
+/// The start of a non-CFSSL body, for error messages: a web page (a proxy's or an ingress's
+/// error page) by its words without the markup, anything else as it is; control characters and
+/// runs of white space become one space; at most [`SNIPPET_CHARS`] characters.
+pub(super) fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4 * 1024)]);
+    let text = if looks_like_html(&text) {
+        without_tags(&text)
+    } else {
+        text.into_owned()
+    };
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.join(" ").chars().take(SNIPPET_CHARS).collect()
+}
+
+fn looks_like_html(text: &str) -> bool {
+    let start: String = text.trim_start().chars().take(14).collect();
+    let start = start.to_ascii_lowercase();
+    start.starts_with("<!doctype html") || start.starts_with("<html") || start.starts_with("<head")
+}
+
+/// The text between the tags; each tag becomes a space.
+fn without_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                out.push(' ');
+            }
+            '>' if in_tag => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether a rustls error sits anywhere in the chain; `io::Error` hides its payload from
@@ -170,3 +225,6 @@ pub(super) async fn read_limited(
     }
     Ok(body)
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,7 +14,7 @@ use super::error::{Call, Class, Error, IssuerFault, MalformedAnswer, NoCertifica
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, INFO_PATH};
 use crate::clock::{Clock, lock, system_clock};
-use crate::pki::{Chain, certificates_in, check_csr_pem, complete_chain};
+use crate::pki::{Chain, certificates_in, check_csr_pem, check_not_expired, complete_chain};
 
 /// Everything a [`Client`] needs; built from an issuer's spec and its Secret.
 #[derive(Clone)]
@@ -233,6 +233,8 @@ impl Client {
             }
         }
         .map_err(bad_cert)?;
+        let now = (self.config.clock)().as_second();
+        check_not_expired(&chain, now).map_err(bad_cert)?;
         Ok(Signed { chain, endpoint })
     }
 
@@ -332,10 +334,11 @@ impl Client {
         path: &str,
         body: Vec<u8>,
     ) -> Result<T, Error> {
-        let ctx = ErrorContext {
+        let mut ctx = ErrorContext {
             call,
             url: display_base(base),
             label: self.config.label.clone(),
+            content_type: String::new(),
         };
         let response = self
             .http
@@ -346,6 +349,7 @@ impl Client {
             .await
             .map_err(|e| ctx.transport(e, self.config.timeout))?;
         let status = response.status();
+        ctx.content_type = content_type(&response);
         let bytes = read_limited(response, self.config.max_response_bytes)
             .await
             .map_err(|e| match e {
@@ -354,6 +358,16 @@ impl Client {
             })?;
         ctx.parse(status, &bytes)
     }
+}
+
+/// The answer's `content-type`, printable and short, for messages.
+fn content_type(response: &reqwest::Response) -> String {
+    let value = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    value.chars().filter(|c| !c.is_control()).take(60).collect()
 }
 
 /// A request body as JSON.

@@ -163,16 +163,32 @@ pub struct NoCertificate;
 /// What is wrong with an answer that claims success.
 #[derive(Debug, thiserror::Error)]
 pub enum MalformedAnswer {
-    /// The body is not a CFSSL envelope with the expected result.
-    #[error("{0}")]
-    NotCfssl(#[source] serde_json::Error),
+    /// The body is not a CFSSL envelope with the expected result; the content type says what
+    /// answered instead (a web server's page is `text/html`).
+    #[error("not a CFSSL JSON answer ({}): {source}", content_type_or_none(.content_type))]
+    NotCfssl {
+        content_type: String,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("success without a result")]
     NoResult,
+    /// `success: false` without an error: no verdict on the request, so not a refusal.
+    #[error("a failure without an error message")]
+    NoVerdict,
     /// The credential probe's empty CSR was signed: no multirootca does that.
     #[error("the CA accepted an empty CSR")]
     AcceptedEmptyCsr,
     #[error("signer certificate: {0}")]
     SignerCertificate(#[source] ChainError),
+}
+
+fn content_type_or_none(content_type: &str) -> &str {
+    if content_type.is_empty() {
+        "no content type"
+    } else {
+        content_type
+    }
 }
 
 /// The messages of the errors below `err`, joined by `: `, or `err`'s own when it has none:
@@ -218,15 +234,18 @@ impl Error {
         match self {
             Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
             Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
-            Error::Csr(_) | Error::UnsupportedKey { .. } => Class::Permanent,
+            // The CA signed and answered a certificate that cannot be used for this request
+            // (another key, expired, not parsing, a chain that does not hold): asking again
+            // would sign again and most likely answer the same, so the request fails and
+            // cert-manager's own back-off (hours, not seconds) paces the next attempt.
+            Error::Csr(_) | Error::UnsupportedKey { .. } | Error::BadCertificate { .. } => Class::Permanent,
             Error::Refused { class, .. } => *class,
             Error::Encode { .. }
             | Error::Http { .. }
             | Error::Malformed { .. }
             | Error::TooLarge { .. }
             | Error::Timeout { .. }
-            | Error::Unreachable { .. }
-            | Error::BadCertificate { .. } => Class::Retryable,
+            | Error::Unreachable { .. } => Class::Retryable,
         }
     }
 

@@ -18,6 +18,11 @@ pub enum ChainError {
     },
     #[error("the certificate is for a different key than the CSR")]
     KeyMismatch,
+    /// In the CA's own chain (leaf first), certificate `index` did not issue the one before it.
+    #[error("certificate {index} of the CA's chain did not issue certificate {}", .index - 1)]
+    Unchained { index: usize },
+    #[error("the certificate expired at {not_after}")]
+    Expired { not_after: k8s_openapi::jiff::Timestamp },
 }
 
 /// A leaf with its intermediates and, when known, the root that anchors them.
@@ -121,6 +126,38 @@ fn is_self_signed(cert: &X509Certificate) -> bool {
     issued_by(cert, cert) && cert.verify_signature(None).is_ok()
 }
 
+/// Each certificate of a CA's bundle (leaf first, every one parsed before) issued by the next,
+/// signature included: names alone cannot tell a foreign intermediate that shares our
+/// intermediate's name and carries no key identifiers. Bundles come from opt-in servers only,
+/// so the cost stays off the common sign path.
+fn check_links(ders: &[Vec<u8>]) -> Result<(), ChainError> {
+    for (index, pair) in ders.windows(2).enumerate() {
+        let child = parse_at(&pair[0], index)?;
+        let parent = parse_at(&pair[1], index + 1)?;
+        let signed = super::signature::verify(
+            parent.public_key(),
+            &child.signature_algorithm,
+            &child.signature_value.data,
+            child.tbs_certificate.as_ref(),
+        );
+        if !issued_by(&child, &parent) || signed.is_err() {
+            return Err(ChainError::Unchained { index: index + 1 });
+        }
+    }
+    Ok(())
+}
+
+/// Pure: refuses a chain whose leaf is no longer valid at `now` (seconds since the epoch): a
+/// CA with a wrong clock or a profile with a past expiry.
+pub fn check_not_expired(chain: &Chain, now: i64) -> Result<(), ChainError> {
+    match leaf_not_after(&chain.certificates) {
+        Some(not_after) if not_after <= now => Err(ChainError::Expired {
+            not_after: k8s_openapi::jiff::Timestamp::from_second(not_after).unwrap_or_default(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Builds the chain for a freshly signed `leaf_pem`.
 ///
 /// `bundle` is the CA's own chain when it sent one (leaf first; cfssl PR #1218 shape) with its
@@ -143,6 +180,7 @@ pub fn complete_chain(
         if ders[0] != leaf_der {
             ders.insert(0, leaf_der.clone());
         }
+        check_links(&ders)?;
         // Re-encoded for `\n` line endings; a root that does not parse is dropped, not the leaf.
         let root = root
             .and_then(|r| certificates_in(r).ok())
@@ -348,6 +386,77 @@ mod tests {
         let other = rcgen::PublicKeyData::subject_public_key_info(&KeyPair::generate().unwrap());
         let got = complete_chain(&p.leaf_pem, None, Some(&der(&p.int_pem)), &other);
         assert!(matches!(got, Err(ChainError::KeyMismatch)), "{got:?}");
+    }
+
+    /// A bundle from the CA must hold together, leaf to last intermediate: the index of the
+    /// first certificate that did not issue the one before it.
+    #[test]
+    fn bundle_links_table() {
+        let p = pki();
+        let foreign = pki();
+        let cases: Vec<(&str, String, Option<usize>)> = vec![
+            (
+                "leaf, its intermediate",
+                format!("{}{}", p.leaf_pem, p.int_pem),
+                None,
+            ),
+            (
+                "leaf, intermediate, its root",
+                format!("{}{}{}", p.leaf_pem, p.int_pem, p.root_pem),
+                None,
+            ),
+            (
+                "leaf, a foreign intermediate",
+                format!("{}{}", p.leaf_pem, foreign.int_pem),
+                Some(1),
+            ),
+            (
+                "intermediate only, another CA's",
+                foreign.int_pem.clone(),
+                Some(1),
+            ),
+            (
+                "leaf, same-named intermediate with another key",
+                format!("{}{}", p.leaf_pem, p.rotated_int_pem),
+                Some(1),
+            ),
+            (
+                "leaf, intermediate, a foreign root",
+                format!("{}{}{}", p.leaf_pem, p.int_pem, foreign.root_pem),
+                Some(2),
+            ),
+        ];
+        for (name, bundle, want) in cases {
+            let got = complete_chain(&p.leaf_pem, Some((&bundle, None)), None, &p.leaf_key);
+            match want {
+                None => assert!(got.is_ok(), "{name}: {got:?}"),
+                Some(index) => assert!(
+                    matches!(got, Err(ChainError::Unchained { index: i }) if i == index),
+                    "{name}: {got:?}"
+                ),
+            }
+        }
+    }
+
+    /// A leaf is refused from its `notAfter` on.
+    #[test]
+    fn expiry_table() {
+        let p = pki();
+        let chain = complete_chain(&p.leaf_pem, None, None, &p.leaf_key).unwrap();
+        let not_after = leaf_not_after(&p.leaf_pem).unwrap();
+        let expired = Err(k8s_openapi::jiff::Timestamp::from_second(not_after).unwrap());
+        let cases = [
+            ("a second before", not_after - 1, Ok(())),
+            ("at notAfter", not_after, expired),
+            ("a day after", not_after + 86_400, expired),
+        ];
+        for (name, now, want) in cases {
+            let got = check_not_expired(&chain, now).map_err(|e| match e {
+                ChainError::Expired { not_after } => not_after,
+                other => panic!("{name}: {other}"),
+            });
+            assert_eq!(got, want, "{name}");
+        }
     }
 
     #[test]

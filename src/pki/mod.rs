@@ -10,7 +10,7 @@ pub mod request;
 mod signature;
 pub mod subject;
 
-pub use chain::{Chain, ChainError, certificates_in, complete_chain, leaf_not_after};
+pub use chain::{Chain, ChainError, certificates_in, check_not_expired, complete_chain, leaf_not_after};
 pub use csr::{CheckedCsr, CsrError, MAX_CSR_BYTES, check_csr_pem};
 pub use signature::{KeyType, SignatureError};
 

@@ -22,6 +22,7 @@ pub mod objects;
 mod own_managers;
 mod pki;
 pub mod scrape;
+pub mod scripted_ca;
 
 use std::time::Duration;
 

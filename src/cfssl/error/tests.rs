@@ -145,7 +145,7 @@ fn class_and_failover_table() {
                 label: label.clone(),
                 source: ChainError::KeyMismatch,
             },
-            Retryable,
+            Permanent,
             false,
         ),
         (
@@ -231,6 +231,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         call: Call::Info,
         url: "https://ca".into(),
         label: "l".into(),
+        content_type: "text/html".into(),
     };
     let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -277,8 +278,14 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         (
             "not cfssl",
             parse(b"<html>"),
-            r#"info at https://ca (label "l"): malformed answer: expected value at line 1 column 1"#,
-            Some("expected value at line 1 column 1"),
+            r#"info at https://ca (label "l"): malformed answer: not a CFSSL JSON answer (text/html): expected value at line 1 column 1"#,
+            Some("not a CFSSL JSON answer (text/html): expected value at line 1 column 1"),
+        ),
+        (
+            "failure without an error",
+            parse(br#"{"success":false,"result":null,"errors":[],"messages":[]}"#),
+            r#"info at https://ca (label "l"): malformed answer: a failure without an error message"#,
+            Some("a failure without an error message"),
         ),
         (
             "no result",
@@ -317,6 +324,20 @@ async fn causes_are_sources_and_messages_are_unchanged() {
             bad_certificate(ChainError::KeyMismatch),
             r#"authsign at https://ca (label "l"): unusable certificate: the certificate is for a different key than the CSR"#,
             Some("the certificate is for a different key than the CSR"),
+        ),
+        (
+            "foreign intermediate",
+            bad_certificate(ChainError::Unchained { index: 1 }),
+            r#"authsign at https://ca (label "l"): unusable certificate: certificate 1 of the CA's chain did not issue certificate 0"#,
+            Some("certificate 1 of the CA's chain did not issue certificate 0"),
+        ),
+        (
+            "expired",
+            bad_certificate(ChainError::Expired {
+                not_after: "2002-01-01T00:00:00Z".parse().unwrap(),
+            }),
+            r#"authsign at https://ca (label "l"): unusable certificate: the certificate expired at 2002-01-01T00:00:00Z"#,
+            Some("the certificate expired at 2002-01-01T00:00:00Z"),
         ),
         (
             "ca bundle",

@@ -179,8 +179,9 @@ pub enum Signing {
     InFlight,
     /// Signed, and the Issued write has not landed: a retry writes this chain, never signs.
     Unsaved(Chain),
-    /// The Issued write landed as `resource_version`; held until the cache shows it, so a
-    /// reconcile from a stale cache neither signs again nor applies a status without it.
+    /// The Issued (or, after a sign, Failed) write landed as `resource_version`; held until
+    /// the cache shows it, so a reconcile from a stale cache neither signs again nor applies a
+    /// status without it.
     Saved { resource_version: Option<String> },
 }
 
@@ -265,6 +266,10 @@ pub fn outcome(
         Class::Permanent if matches!(err, CfsslError::Csr(_)) => {
             Outcome::Failed(format!("the request cannot be signed: {err}"))
         }
+        // The CA signed, but what it sent back is not a certificate for this request.
+        Class::Permanent if matches!(err, CfsslError::BadCertificate { .. }) => Outcome::Failed(format!(
+            "the CA signed, but its certificate is unusable and was not stored: {err}"
+        )),
         Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
         Class::Issuer(_) => Outcome::IssuerFault {
             message: format!("the issuer is misconfigured: {err}"),

@@ -36,8 +36,9 @@ pub struct Decision {
 pub struct Memo {
     pub waiting: Waiting,
     pub window: Window,
-    /// The status written carries the chain this process signed: hold the written
-    /// resourceVersion until the cache shows it.
+    /// The status written ends a sign this process made (Issued with its chain, or Failed):
+    /// hold the written resourceVersion until the cache shows it, so a reconcile from a cache
+    /// that does not show the write yet does not send the request to the CA again.
     pub hold_written: bool,
 }
 
@@ -170,7 +171,10 @@ pub fn for_outcome(outcome: Outcome, kind: IssuerKind, request: &RequestView, no
             ReadyWrite::failed(RequestReason::Failed, &message),
             Notice::warning(reason::PERMANENT_ERROR, "Sign", &message),
             Next::AwaitChange,
-            close,
+            Memo {
+                hold_written: true,
+                ..close
+            },
         ),
         Outcome::Retry(message) => decision(
             ReadyWrite::pending(&message),

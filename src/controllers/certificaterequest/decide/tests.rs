@@ -306,6 +306,12 @@ fn outcome_table() {
     let refused_csr = refused("bad request", Class::Permanent);
     let wrong_key = refused("invalid token", Class::Issuer(IssuerFault::Credentials));
     let bad_csr = CfsslError::Csr(CsrError::NotPem("x".into()));
+    let other_key = CfsslError::BadCertificate {
+        call: Call::AuthSign,
+        url: "https://ca".into(),
+        label: "l".into(),
+        source: crate::pki::ChainError::KeyMismatch,
+    };
     let cases: Vec<(&str, Result<Chain, &CfsslError>, Timestamp, Outcome)> = vec![
         ("signed", Ok(kept()), soon, Outcome::Issued(kept())),
         (
@@ -319,6 +325,17 @@ fn outcome_table() {
             Err(&bad_csr),
             soon,
             Outcome::Failed("the request cannot be signed: the CSR is not PEM: x".into()),
+        ),
+        (
+            "a certificate for another key fails at once, not stored, and says the CA signed",
+            Err(&other_key),
+            soon,
+            Outcome::Failed(
+                "the CA signed, but its certificate is unusable and was not stored: authsign at \
+                 https://ca (label \"l\"): unusable certificate: the certificate is for a different \
+                 key than the CSR"
+                    .into(),
+            ),
         ),
         (
             "wrong key blames the issuer",
