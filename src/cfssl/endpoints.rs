@@ -45,16 +45,16 @@ pub enum UrlProblem {
     NoHost,
     #[error("must not carry a query or fragment")]
     QueryOrFragment,
+    /// A `,` inside `user:password@` split the list there: neither part is shown.
+    #[error("a comma splits its user:password@ (write a comma in a password as %2C)")]
+    CommaInCredentials,
 }
 
 impl Endpoints {
     pub fn parse(list: &str) -> Result<Self, EndpointsError> {
-        let urls = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(parse_one)
-            .collect::<Result<Vec<_>, _>>()?;
+        let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+        split_credentials(&items)?;
+        let urls = items.into_iter().map(parse_one).collect::<Result<Vec<_>, _>>()?;
         if urls.is_empty() {
             return Err(EndpointsError::Empty);
         }
@@ -94,9 +94,26 @@ impl Endpoints {
     }
 }
 
+/// Pure: refuses a list where a comma fell inside a `user:password@`, before any item is shown
+/// (the part before the comma would be quoted whole, password and all). Such an item is one
+/// after the first with an `@` and no scheme.
+fn split_credentials(items: &[&str]) -> Result<(), EndpointsError> {
+    match items
+        .iter()
+        .skip(1)
+        .find(|i| !i.contains("://") && i.contains('@'))
+    {
+        Some(item) => Err(EndpointsError::Invalid {
+            url: redact_invalid(item),
+            problem: UrlProblem::CommaInCredentials,
+        }),
+        None => Ok(()),
+    }
+}
+
 fn parse_one(raw: &str) -> Result<Url, EndpointsError> {
     let invalid = |problem| EndpointsError::Invalid {
-        url: redact(raw),
+        url: redact_invalid(raw),
         problem,
     };
     if let Some(suggestion) = with_scheme(raw) {
@@ -129,7 +146,7 @@ fn with_scheme(raw: &str) -> Option<String> {
     let meant = format!("https://{raw}");
     let url = Url::parse(&meant).ok()?;
     url.host_str().filter(|h| !h.is_empty())?;
-    Some(redact(&meant))
+    Some(redact_invalid(&meant))
 }
 
 /// A base URL as shown to people: no trailing `/`, credentials replaced by `***`.
@@ -137,14 +154,23 @@ pub fn display_base(base: &Url) -> String {
     redact(base.as_str().trim_end_matches('/'))
 }
 
-/// [`redact`] of each URL in a comma-separated list.
+/// [`redact`] of each URL in a comma-separated list; the whole list is hidden when a comma fell
+/// inside a `user:password@` (see [`Endpoints::parse`]).
 pub fn redact_list(list: &str) -> String {
+    let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if split_credentials(&items).is_err() {
+        return "***".to_string();
+    }
     list.split(',').map(redact).collect::<Vec<_>>().join(",")
 }
 
 /// `scheme://user:password@host/...` becomes `scheme://***@host/...`. Works on text that does
-/// not parse as a URL too, so that an invalid `url` can be named in an error.
+/// not parse as a URL too, so that an invalid `url` can be named in an error: there everything
+/// up to the last `@` goes, since a `/`, `?` or `#` may sit inside the password.
 pub fn redact(raw: &str) -> String {
+    if Url::parse(raw.trim()).is_err() {
+        return redact_invalid(raw);
+    }
     let Some(scheme_end) = raw.find("://").map(|i| i + 3) else {
         return match raw.rfind('@') {
             Some(at) => format!("***{}", &raw[at..]),
@@ -155,6 +181,16 @@ pub fn redact(raw: &str) -> String {
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     match rest[..authority_end].rfind('@') {
         Some(at) => format!("{}***{}", &raw[..scheme_end], &rest[at..]),
+        None => raw.to_string(),
+    }
+}
+
+/// [`redact`] for text that is not a valid URL, where `/`, `?` or `#` may sit inside a password
+/// (`http://u:pa/ss@ca` does not parse): everything between the scheme and the last `@` goes.
+fn redact_invalid(raw: &str) -> String {
+    let scheme_end = raw.find("://").map_or(0, |i| i + 3);
+    match raw[scheme_end..].rfind('@') {
+        Some(at) => format!("{}***{}", &raw[..scheme_end], &raw[scheme_end + at..]),
         None => raw.to_string(),
     }
 }
@@ -249,6 +285,31 @@ mod tests {
             err.to_string(),
             r#"invalid CFSSL URL "***@ca:8888": no scheme: write it as https://***@ca:8888"#
         );
+        // A comma, slash or hash inside a password: the URL does not parse, nothing of it shows.
+        for (list, want) in [
+            (
+                "http://u:s3,cret@ca",
+                r#"invalid CFSSL URL "***@ca": a comma splits its user:password@ (write a comma in a password as %2C)"#,
+            ),
+            (
+                "https://a, http://u:s3,cret@ca/p",
+                r#"invalid CFSSL URL "***@ca/p": a comma splits its user:password@ (write a comma in a password as %2C)"#,
+            ),
+            (
+                "http://u:s3/cret@ca",
+                r#"invalid CFSSL URL "http://***@ca": invalid port number"#,
+            ),
+            (
+                "http://u:s3#cret@ca",
+                r#"invalid CFSSL URL "http://***@ca": invalid port number"#,
+            ),
+        ] {
+            let err = Endpoints::parse(list).unwrap_err().to_string();
+            assert_eq!(err, want, "{list}");
+            assert!(!err.contains("s3") && !err.contains("cret"), "{err}");
+        }
+        assert_eq!(redact("http://u:s3/cret@ca"), "http://***@ca");
+        assert_eq!(redact_list("https://a, http://u:s3,cret@ca"), "***");
         let err = Endpoints::parse("ftp://user:s3cret@ca").unwrap_err();
         assert_eq!(
             err.to_string(),
