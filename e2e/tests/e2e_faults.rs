@@ -12,6 +12,7 @@
 //! These run their own managers, CAs and API servers, so none runs against a real cluster.
 
 use std::fmt;
+use std::io::Write as _;
 use std::time::Duration;
 
 use kube::api::{Api, ListParams};
@@ -143,8 +144,8 @@ impl Scenario {
             duplicates: tally.duplicates(),
             extra,
         };
-        println!("{figures}");
-        eprintln!("{figures}");
+        // Straight to stderr, past the test harness's capture, so `make test` shows it.
+        let _ = writeln!(std::io::stderr().lock(), "{figures}");
         Ok((figures, tally))
     }
 }
@@ -258,13 +259,16 @@ async fn a_manager_killed_three_times_loses_nothing() -> anyhow::Result<()> {
     s.create_requests().await?;
     let n = s.requests.len() as u64;
     let mut unsaved_per_kill = Vec::new();
+    let mut debug_kills = Vec::new();
     let mut at_risk = std::collections::BTreeSet::new();
     for quarter in 1..=3 {
         s.wait_signed(n * quarter / 4, scaled(60, 60)).await?;
         manager.kill().await?;
         // What the killed manager had sent reaches the CA and the API server, or never will.
         tokio::time::sleep(Duration::from_secs(1)).await;
+        let signed_before = s.signed();
         let unsaved = signed_unsaved(&s, &s.list().await?);
+        debug_kills.push((signed_before, s.signed(), unsaved.clone(), s.list().await?.iter().filter(|r| load::is_issued(r)).count()));
         unsaved_per_kill.push(unsaved.len() as u64);
         at_risk.extend(unsaved);
         manager = Manager::start(options.clone()).await?;
@@ -275,6 +279,9 @@ async fn a_manager_killed_three_times_loses_nothing() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     let (figures, per) = s.figures(extra).await?;
+    let resigned: std::collections::BTreeSet<_> = per.more.iter().map(|(n, _)| n.clone()).collect();
+    eprintln!("DEBUG at risk not re-signed: {:?}", at_risk.difference(&resigned).collect::<Vec<_>>());
+    eprintln!("DEBUG per kill: {debug_kills:?}");
     waited?;
     assert_eq!(figures.lost, 0);
     assert_eq!(per.never, Vec::<String>::new());
@@ -308,8 +315,8 @@ fn steady(samples: &[Sample], from: u64, to: u64) -> Option<(f64, &[Sample])> {
 
 /// A slow CA (2 s per sign) with `--concurrency 8`: throughput is concurrency / latency (4 a
 /// second) within 20% over the steady part (10% to 90% of the signatures), and the manager's
-/// memory stays flat: the mean of the last five samples of that part is within 10% (and
-/// 2 MiB) of the mean of the first five.
+/// memory stays flat: the mean of the last five samples of that part is at most 10% (or
+/// 2 MiB, whichever is more) above the mean of the first five.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_ca_is_used_at_full_concurrency_with_flat_memory() -> anyhow::Result<()> {
     const DELAY: Duration = Duration::from_secs(2);
