@@ -5,9 +5,12 @@
 //! each request has a key of its own) and prints one line of figures, `fault <name>: ...`,
 //! which the README quotes.
 //!
-//! The scenarios run one at a time (a static lock): on a two-core machine, four managers, four
-//! CAs and an API server taking N requests each at once starve each other, and the figures
-//! (time to recover, throughput) would measure the contention instead of the manager.
+//! The first three scenarios run one at a time (a static lock): each signs N requests as fast
+//! as the manager can, and on a two-core machine three at once starve each other, so the
+//! figures (time to recover, signed-but-unsaved at a kill) would measure the contention. The
+//! slow-CA scenario runs beside them: it waits on its CA (2 s a sign, 8 at a time), its short
+//! bursts of work hardly load the machine, and its throughput, bound by the CA's latency,
+//! tolerates the others' bursts; serialised, it would add its ~250 s to their ~90 s.
 //!
 //! These run their own managers, CAs and API servers, so none runs against a real cluster.
 
@@ -56,7 +59,13 @@ impl fmt::Display for Figures {
         write!(
             f,
             "fault {}: {} requests, {} signatures, {} issued, {} lost, {} duplicates, {}",
-            self.scenario, self.requests, self.signatures, self.issued, self.lost, self.duplicates, self.extra
+            self.scenario,
+            self.requests,
+            self.signatures,
+            self.issued,
+            self.lost,
+            self.duplicates,
+            self.extra
         )
     }
 }
@@ -80,7 +89,15 @@ impl Scenario {
 
     async fn create_requests(&self) -> anyhow::Result<()> {
         let env = &self.env;
-        load::create_requests(env.client(), &env.ns, ISSUER, &self.requests, true, CREATE_CONCURRENCY).await
+        load::create_requests(
+            env.client(),
+            &env.ns,
+            ISSUER,
+            &self.requests,
+            true,
+            CREATE_CONCURRENCY,
+        )
+        .await
     }
 
     fn signed(&self) -> u64 {
@@ -181,11 +198,21 @@ async fn ca_down_for_60s_loses_nothing_and_signs_each_once() -> anyhow::Result<(
     );
     let (figures, tally) = s.figures(extra).await?;
     waited?;
-    assert!(during <= CONCURRENCY, "only signs already past the outage switch: {during}");
+    assert!(
+        during <= CONCURRENCY,
+        "only signs already past the outage switch: {during}"
+    );
     assert_eq!(figures.lost, 0);
-    assert_eq!((tally.once, tally.never.len(), tally.more.len()), (s.requests.len(), 0, 0), "each signed once: {tally:?}");
+    assert_eq!(
+        (tally.once, tally.never.len(), tally.more.len()),
+        (s.requests.len(), 0, 0),
+        "each signed once: {tally:?}"
+    );
     assert_eq!(figures.signatures, n);
-    assert!(recovered <= OUTAGE, "all Issued within 60 s of the CA's return, not {recovered:?}");
+    assert!(
+        recovered <= OUTAGE,
+        "all Issued within 60 s of the CA's return, not {recovered:?}"
+    );
     Ok(())
 }
 
@@ -225,27 +252,45 @@ async fn a_flaky_api_server_loses_nothing_and_signs_nothing_twice() -> anyhow::R
     assert_eq!(figures.lost, 0);
     assert_eq!(figures.duplicates, 0, "signed twice: {:?}", per.more);
     assert_eq!(per.never, Vec::<String>::new());
-    assert!(tally.internal_errors > 0 && tally.conflicts > 0, "faults were injected: {tally:?}");
+    assert!(
+        tally.internal_errors > 0 && tally.conflicts > 0,
+        "faults were injected: {tally:?}"
+    );
     Ok(())
 }
 
-/// What one SIGKILL left: requests the CA had signed and the API server did not show Issued.
-fn signed_unsaved(s: &Scenario, listed: &[CertificateRequest]) -> Vec<String> {
-    let issued: std::collections::HashSet<String> = listed
-        .iter()
-        .filter(|r| load::is_issued(r))
-        .filter_map(|r| r.metadata.name.clone())
-        .collect();
+/// Signatures per request now, in the order of `s.requests`.
+fn signatures_now(s: &Scenario) -> Vec<u32> {
     s.requests
         .iter()
-        .filter(|(name, csr)| !issued.contains(name) && s.env.ca.signatures_for(csr).unwrap_or(0) > 0)
-        .map(|(name, _)| name.clone())
+        .map(|(_, csr)| s.env.ca.signatures_for(csr).expect("simple-cfssl"))
         .collect()
 }
 
+/// What one SIGKILL left: the requests the killed manager had signed (their count went up
+/// since `before`, the counts at the previous kill) that the API server does not show Issued.
+/// A request left so by an earlier kill and not yet signed again is not counted twice.
+fn signed_unsaved(s: &Scenario, before: &[u32], listed: &[CertificateRequest]) -> (Vec<String>, Vec<u32>) {
+    let issued: std::collections::HashSet<&str> = listed
+        .iter()
+        .filter(|r| load::is_issued(r))
+        .filter_map(|r| r.metadata.name.as_deref())
+        .collect();
+    let now = signatures_now(s);
+    let unsaved = s
+        .requests
+        .iter()
+        .zip(before.iter().zip(&now))
+        .filter(|((name, _), (then, now))| now > then && !issued.contains(name.as_str()))
+        .map(|((name, _), _)| name.clone())
+        .collect();
+    (unsaved, now)
+}
+
 /// The manager SIGKILLed three times during the run (at a quarter, half and three quarters of
-/// the signatures) and started again: nothing is lost; the only requests signed twice are
-/// those signed and not yet saved at a kill, at most `--concurrency` per kill.
+/// the signatures) and started again: nothing is lost; a request is signed again only when a
+/// killed manager had signed it and not saved it, and each kill leaves at most `--concurrency`
+/// such requests (one per reconcile in flight).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manager_killed_three_times_loses_nothing() -> anyhow::Result<()> {
     let _serial = SERIAL.lock().await;
@@ -258,41 +303,50 @@ async fn a_manager_killed_three_times_loses_nothing() -> anyhow::Result<()> {
     s.env.create_issuer(ISSUER, None).await?;
     s.create_requests().await?;
     let n = s.requests.len() as u64;
-    let mut unsaved_per_kill = Vec::new();
-    let mut debug_kills = Vec::new();
-    let mut at_risk = std::collections::BTreeSet::new();
+    let (mut unsaved_per_kill, mut at_risk) = (Vec::new(), std::collections::BTreeSet::new());
+    let mut counts = vec![0; s.requests.len()];
     for quarter in 1..=3 {
         s.wait_signed(n * quarter / 4, scaled(60, 60)).await?;
         manager.kill().await?;
         // What the killed manager had sent reaches the CA and the API server, or never will.
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let signed_before = s.signed();
-        let unsaved = signed_unsaved(&s, &s.list().await?);
-        debug_kills.push((signed_before, s.signed(), unsaved.clone(), s.list().await?.iter().filter(|r| load::is_issued(r)).count()));
+        let (unsaved, now) = signed_unsaved(&s, &counts, &s.list().await?);
+        counts = now;
         unsaved_per_kill.push(unsaved.len() as u64);
         at_risk.extend(unsaved);
         manager = Manager::start(options.clone()).await?;
     }
     let waited = s.wait_all_issued(scaled(60, 60), &manager).await;
     let extra = format!(
-        "signed but unsaved at each kill {unsaved_per_kill:?} (bound {CONCURRENCY} each), all Issued in {:.1} s",
+        "signed and unsaved at each kill {unsaved_per_kill:?} (bound {CONCURRENCY} each), all Issued in {:.1} s",
         started.elapsed().as_secs_f64()
     );
     let (figures, per) = s.figures(extra).await?;
-    let resigned: std::collections::BTreeSet<_> = per.more.iter().map(|(n, _)| n.clone()).collect();
-    eprintln!("DEBUG at risk not re-signed: {:?}", at_risk.difference(&resigned).collect::<Vec<_>>());
-    eprintln!("DEBUG per kill: {debug_kills:?}");
     waited?;
     assert_eq!(figures.lost, 0);
     assert_eq!(per.never, Vec::<String>::new());
     for unsaved in &unsaved_per_kill {
-        assert!(*unsaved <= CONCURRENCY, "more signed and unsaved than in flight: {unsaved_per_kill:?}");
+        assert!(
+            *unsaved <= CONCURRENCY,
+            "more signed and unsaved than in flight: {unsaved_per_kill:?}"
+        );
     }
-    let beyond: Vec<_> = per.more.iter().filter(|(name, _)| !at_risk.contains(name)).collect();
-    assert_eq!(beyond, Vec::<&(String, u32)>::new(), "signed twice without being at risk at a kill");
-    assert!(per.more.iter().all(|(_, times)| *times <= 4), "{:?}", per.more);
+    let beyond: Vec<_> = per
+        .more
+        .iter()
+        .filter(|(name, _)| !at_risk.contains(name))
+        .collect();
+    assert_eq!(
+        beyond,
+        Vec::<&(String, u32)>::new(),
+        "signed twice without being unsaved at a kill"
+    );
+    assert_eq!(
+        figures.duplicates,
+        unsaved_per_kill.iter().sum::<u64>(),
+        "one extra signature per request a kill left signed and unsaved"
+    );
     assert_eq!(figures.signatures, n + figures.duplicates);
-    assert!(figures.duplicates <= 3 * CONCURRENCY);
     Ok(())
 }
 
@@ -320,7 +374,6 @@ fn steady(samples: &[Sample], from: u64, to: u64) -> Option<(f64, &[Sample])> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_ca_is_used_at_full_concurrency_with_flat_memory() -> anyhow::Result<()> {
     const DELAY: Duration = Duration::from_secs(2);
-    let _serial = SERIAL.lock().await;
     let Some(s) = Scenario::start("slow-ca-2s").await? else {
         return Ok(());
     };
@@ -337,7 +390,11 @@ async fn a_slow_ca_is_used_at_full_concurrency_with_flat_memory() -> anyhow::Res
     let sampling = async {
         loop {
             let rss_kib = manager.rss_kib().unwrap_or(0);
-            samples.push(Sample { at: Instant::now(), signed: s.signed(), rss_kib });
+            samples.push(Sample {
+                at: Instant::now(),
+                signed: s.signed(),
+                rss_kib,
+            });
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
     };
@@ -348,7 +405,10 @@ async fn a_slow_ca_is_used_at_full_concurrency_with_flat_memory() -> anyhow::Res
     let took = started.elapsed();
     let (rate, part) = steady(&samples, n / 10, n * 9 / 10).unwrap_or((0.0, &[]));
     let mean = |s: &[Sample]| s.iter().map(|s| s.rss_kib).sum::<u64>() / s.len().max(1) as u64;
-    let (first, last) = (mean(&part[..part.len().min(5)]), mean(&part[part.len().saturating_sub(5)..]));
+    let (first, last) = (
+        mean(&part[..part.len().min(5)]),
+        mean(&part[part.len().saturating_sub(5)..]),
+    );
     let extra = format!(
         "{rate:.2} signatures/s over the steady part (expected {expected:.1}), RSS {:.1} -> {:.1} MiB, all Issued in {:.1} s",
         first as f64 / 1024.0,
@@ -359,8 +419,18 @@ async fn a_slow_ca_is_used_at_full_concurrency_with_flat_memory() -> anyhow::Res
     waited?;
     assert_eq!(figures.lost, 0);
     assert_eq!((figures.duplicates, per.never.len()), (0, 0));
-    assert!(part.len() >= 10, "a steady part of at least 10 s: {} samples", part.len());
-    assert!((rate - expected).abs() <= expected * 0.2, "{rate:.2}/s is not {expected}/s within 20%");
-    assert!(last <= first + (first / 10).max(2048), "RSS grew from {first} KiB to {last} KiB");
+    assert!(
+        part.len() >= 10,
+        "a steady part of at least 10 s: {} samples",
+        part.len()
+    );
+    assert!(
+        (rate - expected).abs() <= expected * 0.2,
+        "{rate:.2}/s is not {expected}/s within 20%"
+    );
+    assert!(
+        last <= first + (first / 10).max(2048),
+        "RSS grew from {first} KiB to {last} KiB"
+    );
     Ok(())
 }

@@ -42,7 +42,9 @@ impl OwnManagers {
     /// The Issuer `name` for this CA in the test namespace, with its key Secret of the same
     /// name (`url` overrides the CA's), once it is Ready.
     pub async fn create_issuer(&self, name: &str, url: Option<&str>) -> anyhow::Result<()> {
-        self.cluster.put_key_secret(&self.ns, name, &self.ca.key_hex).await?;
+        self.cluster
+            .put_key_secret(&self.ns, name, &self.ca.key_hex)
+            .await?;
         let mut spec = objects::issuer_spec(&self.ca, name, "server");
         if let Some(url) = url {
             spec["url"] = url.into();
