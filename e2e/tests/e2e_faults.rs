@@ -234,14 +234,16 @@ async fn a_flaky_api_server_loses_nothing_and_signs_nothing_twice() -> anyhow::R
     s.env.create_issuer(ISSUER, None).await?;
     server.set_fault_rates(Some(e2e::apiserver::FaultRates::new(5, 2, 15).user("manager")));
     server.drop_watches_every(Some(Duration::from_secs(5)));
+    let watches_before = manager_watches(server);
     s.create_requests().await?;
     let waited = s.wait_all_issued(scaled(60, 90), &manager).await;
     let took = started.elapsed();
     let (tally, drops) = (server.rate_tally(), server.watch_closes());
+    let rewatches = manager_watches(server) - watches_before;
     server.set_fault_rates(None);
     server.drop_watches_every(None);
     let extra = format!(
-        "all Issued in {:.1} s; of {} manager writes {} answered 500 and {} 409; watches dropped {drops} times",
+        "all Issued in {:.1} s; of {} manager writes {} answered 500 and {} 409; watches dropped {drops} times, the manager watched again {rewatches} times",
         took.as_secs_f64(),
         tally.writes,
         tally.internal_errors,
@@ -252,6 +254,7 @@ async fn a_flaky_api_server_loses_nothing_and_signs_nothing_twice() -> anyhow::R
     assert_eq!(figures.lost, 0);
     assert_eq!(figures.duplicates, 0, "signed twice: {:?}", per.more);
     assert_eq!(per.never, Vec::<String>::new());
+    assert!(drops == 0 || rewatches > 0, "the manager resumed its watches");
     assert!(
         tally.internal_errors > 0 && tally.conflicts > 0,
         "faults were injected: {tally:?}"
@@ -265,6 +268,15 @@ fn signatures_now(s: &Scenario) -> Vec<u32> {
         .iter()
         .map(|(_, csr)| s.env.ca.signatures_for(csr).expect("simple-cfssl"))
         .collect()
+}
+
+/// Watch requests the added user `manager` made so far.
+fn manager_watches(server: &e2e::apiserver::TestServer) -> usize {
+    let audit = server.audit();
+    audit
+        .iter()
+        .filter(|e| e.user == "manager" && e.verb == e2e::apiserver::Verb::Watch)
+        .count()
 }
 
 /// What one SIGKILL left: the requests the killed manager had signed (their count went up
