@@ -104,11 +104,16 @@ impl Scenario {
         self.env.ca.issued_count().expect("simple-cfssl")
     }
 
-    async fn wait_signed(&self, at_least: u64, timeout: Duration) -> anyhow::Result<()> {
-        eventually(timeout, &format!("{at_least} signatures"), || async {
+    /// Waits for `at_least` signatures; on timeout prints the state.
+    async fn wait_signed(&self, at_least: u64, timeout: Duration, manager: &Manager) -> anyhow::Result<()> {
+        let waited = eventually(timeout, &format!("{at_least} signatures"), || async {
             (self.signed() >= at_least).then_some(())
         })
-        .await
+        .await;
+        if waited.is_err() {
+            self.print_state(manager).await;
+        }
+        waited
     }
 
     async fn list(&self) -> anyhow::Result<Vec<CertificateRequest>> {
@@ -181,7 +186,7 @@ async fn ca_down_for_60s_loses_nothing_and_signs_each_once() -> anyhow::Result<(
     s.env.create_issuer(ISSUER, None).await?;
     s.create_requests().await?;
     let n = s.requests.len() as u64;
-    s.wait_signed(n / 3, scaled(60, 60)).await?;
+    s.wait_signed(n / 3, scaled(60, 60), &manager).await?;
     assert!(s.env.ca.set_available(false));
     let down_at = s.signed();
     tokio::time::sleep(OUTAGE).await;
@@ -318,7 +323,7 @@ async fn a_manager_killed_three_times_loses_nothing() -> anyhow::Result<()> {
     let (mut unsaved_per_kill, mut at_risk) = (Vec::new(), std::collections::BTreeSet::new());
     let mut counts = vec![0; s.requests.len()];
     for quarter in 1..=3 {
-        s.wait_signed(n * quarter / 4, scaled(60, 60)).await?;
+        s.wait_signed(n * quarter / 4, scaled(60, 60), &manager).await?;
         manager.kill().await?;
         // What the killed manager had sent reaches the CA and the API server, or never will.
         tokio::time::sleep(Duration::from_secs(1)).await;
