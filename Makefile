@@ -47,6 +47,11 @@ lint: test-deps ## rustfmt check, clippy -D warnings, the Helm chart lint and th
 test: lint ## Lint, then every test: unit, CFSSL conformance (multirootca + simple-cfssl), controllers, manifests, e2e
 	$(CARGO) test --workspace --no-fail-fast
 
+.PHONY: chaos
+chaos: ## The fault scenarios (CA down, flaky API server, manager killed, slow CA) with 10,000 requests each
+	$(CARGO) build -p cfssl-issuer --bin cfssl-issuer
+	FAULTS_N=10000 $(CARGO) test -p e2e --test e2e_faults -- --nocapture
+
 .PHONY: crds
 crds: ## Regenerate config/crd and the chart's CRDs from the API types
 	UPDATE_MANIFESTS=1 $(CARGO) test -p cfssl-issuer --test deploy_manifests crd_files

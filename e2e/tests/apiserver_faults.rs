@@ -4,7 +4,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::{Count, Counts, Fault, FaultKind, Verb};
+use e2e::apiserver::{Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
@@ -225,6 +225,198 @@ async fn closed_watches_are_resumed_by_kube_watchers() {
         1,
         "no relist needed"
     );
+}
+
+/// A flaky API server: kube-apiserver answers a failed write with a `Status` (a storage error
+/// as 500 `InternalError`, apimachinery's `NewInternalError`; a lost optimistic-concurrency race
+/// as 409 `Conflict`, `NewConflict`, "Operation cannot be fulfilled on ..."), and the write does
+/// not happen. Rate faults fail the set shares of writes, by a seeded draw, and never reads.
+#[tokio::test]
+async fn rate_faults_fail_a_share_of_writes_as_status_errors_and_never_reads() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    cms.create(&PostParams::default(), &config_map("target", &[]))
+        .await
+        .unwrap();
+    h.server.set_fault_rates(Some(FaultRates::new(5, 2, 7)));
+    let (mut internal, mut conflict, mut applied) = (0u64, 0u64, 0u64);
+    let mut last_applied: Option<String> = None;
+    for i in 0..1000 {
+        let patch = Patch::Merge(json!({ "data": { "n": i.to_string() } }));
+        match cms.patch("target", &PatchParams::default(), &patch).await {
+            Ok(_) => {
+                applied += 1;
+                last_applied = Some(i.to_string());
+            }
+            Err(err) => match (code(&err), reason(&err).as_str()) {
+                (500, "InternalError") => internal += 1,
+                (409, "Conflict") => {
+                    assert!(
+                        err.to_string()
+                            .contains("Operation cannot be fulfilled on configmaps")
+                    );
+                    conflict += 1
+                }
+                other => panic!("unexpected {other:?}: {err}"),
+            },
+        }
+        let data = cms.get("target").await.unwrap().data.unwrap_or_default();
+        assert_eq!(data.get("n"), last_applied.as_ref(), "after write {i}");
+    }
+    let tally = h.server.rate_tally();
+    assert_eq!(
+        tally,
+        RateTally {
+            writes: 1000,
+            internal_errors: internal,
+            conflicts: conflict
+        }
+    );
+    assert_eq!(applied + internal + conflict, 1000);
+    assert!((30..=70).contains(&internal), "500s: {internal} of 1000");
+    assert!((8..=32).contains(&conflict), "409s: {conflict} of 1000");
+    assert_eq!(
+        h.server.counts().get(Verb::Get, "configmaps"),
+        1000,
+        "reads are never faulted"
+    );
+
+    // The same seed fails the same writes.
+    let again = start().await;
+    let cms2: Api<ConfigMap> = again.api();
+    cms2.create(&PostParams::default(), &config_map("target", &[]))
+        .await
+        .unwrap();
+    again.server.set_fault_rates(Some(FaultRates::new(5, 2, 7)));
+    for i in 0..1000 {
+        let patch = Patch::Merge(json!({ "data": { "n": i.to_string() } }));
+        let _ = cms2.patch("target", &PatchParams::default(), &patch).await;
+    }
+    assert_eq!(again.server.rate_tally(), tally);
+    h.server.set_fault_rates(None);
+    cms.patch(
+        "target",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "data": { "n": "off" } })),
+    )
+    .await
+    .unwrap();
+}
+
+/// A faulted write does not happen: the object keeps its resourceVersion and data.
+#[tokio::test]
+async fn a_rate_faulted_write_leaves_the_object_as_it_was() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    let created = cms
+        .create(&PostParams::default(), &config_map("kept", &[]))
+        .await
+        .unwrap();
+    h.server.set_fault_rates(Some(FaultRates::new(100, 0, 1)));
+    let patch = Patch::Merge(json!({ "data": { "k": "v" } }));
+    let err = cms
+        .patch("kept", &PatchParams::default(), &patch)
+        .await
+        .unwrap_err();
+    assert_eq!((code(&err), reason(&err).as_str()), (500, "InternalError"));
+    let err = cms
+        .create(&PostParams::default(), &config_map("never", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 500);
+    h.server.set_fault_rates(None);
+    let now = cms.get("kept").await.unwrap();
+    assert_eq!(now.metadata.resource_version, created.metadata.resource_version);
+    assert!(now.data.is_none());
+    assert!(cms.get_opt("never").await.unwrap().is_none());
+}
+
+/// Rate faults can be aimed at one added user (a manager under test) while the test's own
+/// client writes freely.
+#[tokio::test]
+async fn rate_faults_can_be_limited_to_one_user() {
+    let h = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flaky.kubeconfig");
+    h.server.add_user("flaky", &path).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let flaky: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
+    h.server
+        .set_fault_rates(Some(FaultRates::new(100, 0, 3).user("flaky")));
+    h.api::<ConfigMap>()
+        .create(&PostParams::default(), &config_map("mine", &[]))
+        .await
+        .unwrap();
+    let err = flaky
+        .create(&PostParams::default(), &config_map("theirs", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 500);
+    flaky.get("mine").await.unwrap();
+    assert_eq!(
+        h.server.rate_tally(),
+        RateTally {
+            writes: 1,
+            internal_errors: 1,
+            conflicts: 0
+        }
+    );
+}
+
+/// kube-apiserver ends watches itself (each after a random 1-2x `--min-request-timeout`, and
+/// on restart or behind a load balancer's idle timeout); a client-go reflector or kube's
+/// watcher then watches again from the last resourceVersion it saw, without a relist. The
+/// periodic drop ends every open watch each period; the watcher loses no event.
+#[tokio::test]
+async fn periodically_dropped_watches_are_resumed_without_losing_events() {
+    let h = start().await;
+    let cms: Api<ConfigMap> = h.api();
+    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
+    let mut init_done = false;
+    while !init_done {
+        init_done = matches!(events.next().await.unwrap().unwrap(), Event::InitDone);
+    }
+    h.server.drop_watches_every(Some(Duration::from_millis(200)));
+    let writer = {
+        let cms = cms.clone();
+        tokio::spawn(async move {
+            for i in 0..20 {
+                cms.create(&PostParams::default(), &config_map(&format!("cm-{i:02}"), &[]))
+                    .await
+                    .unwrap();
+                tokio::time::sleep(Duration::from_millis(60)).await;
+            }
+        })
+    };
+    let mut seen = Vec::new();
+    while seen.len() < 20 {
+        let event = tokio::time::timeout(Duration::from_secs(10), events.next())
+            .await
+            .expect("an event within 10 s")
+            .unwrap()
+            .unwrap();
+        if let Event::Apply(cm) = event {
+            seen.push(cm.metadata.name.unwrap());
+        }
+    }
+    writer.await.unwrap();
+    h.server.drop_watches_every(None);
+    let expected: Vec<String> = (0..20).map(|i| format!("cm-{i:02}")).collect();
+    assert_eq!(seen, expected, "every create, once, in order");
+    let closes = h.server.watch_closes();
+    assert!(closes >= 4, "the watch was dropped {closes} times in ~1.2 s");
+    let counts = h.server.counts();
+    assert!(
+        counts.get(Verb::Watch, "configmaps") > 4,
+        "re-watched after each drop: {counts:?}"
+    );
+    assert_eq!(counts.get(Verb::List, "configmaps"), 1, "no relist needed");
+    // Stopped: no more drops.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.server.watch_closes(), closes);
 }
 
 /// kube-apiserver authenticates each bearer token as its own user and its audit log records

@@ -17,7 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use e2e::apiserver::{AuditEntry, Verb};
-use e2e::harness::objects::{self, Kind};
+use e2e::harness::objects;
 use e2e::harness::{Manager, ManagerOptions, OwnManagers, SYSTEM, eventually, load};
 
 const WAIT: Duration = Duration::from_secs(120);
@@ -39,20 +39,6 @@ impl Env {
     /// `None` against a real cluster.
     async fn start() -> anyhow::Result<Option<Env>> {
         Ok(OwnManagers::start("once").await?.map(Env))
-    }
-
-    /// The Issuer and its Secret; `url` overrides the CA's.
-    async fn create_issuer(&self, url: Option<&str>) -> anyhow::Result<()> {
-        self.cluster
-            .put_key_secret(&self.ns, ISSUER, &self.ca.key_hex)
-            .await?;
-        let mut spec = objects::issuer_spec(&self.ca, ISSUER, "server");
-        if let Some(url) = url {
-            spec["url"] = url.into();
-        }
-        objects::create_issuer(self.client(), Kind::Issuer, &self.ns, ISSUER, spec).await?;
-        objects::wait_issuer_reason(self.client(), Kind::Issuer, &self.ns, ISSUER, "Checked", WAIT).await?;
-        Ok(())
     }
 
     /// Every request in the namespace, once all `n` are Issued (polling the API, not a manager).
@@ -100,7 +86,7 @@ async fn issuer_churn_during_500_requests_signs_each_once() -> anyhow::Result<()
     };
     let options = env.options().arg("--health-check-interval=100ms");
     let manager = Manager::start(options).await?;
-    env.create_issuer(None).await?;
+    env.create_issuer(ISSUER, None).await?;
     let requests = load::requests("churn", N)?;
 
     let toucher = {
@@ -188,7 +174,7 @@ async fn three_replicas_one_writer_at_a_time_none_signs_twice() -> anyhow::Resul
         managers.insert(name.to_string(), Manager::start(options).await?);
     }
     let first = eventually(WAIT, "a leader", || holder(&env)).await?;
-    env.create_issuer(None).await?;
+    env.create_issuer(ISSUER, None).await?;
 
     // Slow API calls keep the load going across each handover.
     env.server().set_latency(Duration::from_millis(30));
@@ -362,7 +348,7 @@ async fn sigterm_while_a_slow_ca_signs_saves_the_certificate() -> anyhow::Result
     };
     let proxy = SlowProxy::start(&env.ca.url).await?;
     let mut first = Manager::start(env.options()).await?;
-    env.create_issuer(Some(&proxy.url)).await?;
+    env.create_issuer(ISSUER, Some(&proxy.url)).await?;
 
     proxy.set_delay(Duration::from_secs(3));
     let requests = load::requests("slow", 1)?;
@@ -424,7 +410,7 @@ async fn a_leader_that_loses_the_lease_writes_nothing_more() -> anyhow::Result<(
         holder(&env).await.filter(|h| h == "replica-a")
     })
     .await?;
-    env.create_issuer(Some(&proxy.url)).await?;
+    env.create_issuer(ISSUER, Some(&proxy.url)).await?;
 
     proxy.set_delay(Duration::from_secs(4));
     let requests = load::requests("stolen", 1)?;

@@ -14,8 +14,10 @@
 //!
 //! authsign errors carry code 1; `info` and `health` errors carry the HTTP status as code.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -54,6 +56,11 @@ pub struct AppState {
     /// Every HTTP request received, whatever its path or answer.
     pub requests: AtomicU64,
     pub available: AtomicBool,
+    /// Milliseconds each authsign waits before it is answered (a slow CA); 0 by default.
+    pub sign_delay_ms: AtomicU64,
+    /// Signatures per public key, by the SHA-256 of its SubjectPublicKeyInfo: how often each
+    /// request (each has a key of its own) was signed.
+    pub signed_keys: Mutex<HashMap<[u8; 32], u32>>,
 }
 
 impl AppState {
@@ -64,7 +71,28 @@ impl AppState {
             issued: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             available: AtomicBool::new(true),
+            sign_delay_ms: AtomicU64::new(0),
+            signed_keys: Mutex::default(),
         }
+    }
+
+    fn count_key(&self, leaf_der: &[u8]) {
+        use sha2::Digest as _;
+        use x509_parser::prelude::FromDer as _;
+        let Ok((_, cert)) = x509_parser::certificate::X509Certificate::from_der(leaf_der) else {
+            return;
+        };
+        let digest: [u8; 32] = sha2::Sha256::digest(cert.public_key().raw).into();
+        let mut keys = self.signed_keys.lock().unwrap_or_else(|e| e.into_inner());
+        *keys.entry(digest).or_default() += 1;
+    }
+
+    /// How many certificates were signed for the DER SubjectPublicKeyInfo `spki`.
+    pub fn signatures_for(&self, spki: &[u8]) -> u32 {
+        use sha2::Digest as _;
+        let digest: [u8; 32] = sha2::Sha256::digest(spki).into();
+        let keys = self.signed_keys.lock().unwrap_or_else(|e| e.into_inner());
+        keys.get(&digest).copied().unwrap_or(0)
     }
 }
 
@@ -169,6 +197,7 @@ impl AppState {
             false => None,
         };
         self.issued.fetch_add(1, Ordering::Relaxed);
+        self.count_key(&leaf.der);
         tracing::info!(label, profile = %inner.profile, bundle = inner.bundle, "signed a certificate");
         Ok(Signed {
             certificate: leaf.pem,
@@ -244,6 +273,10 @@ async fn authsign(State(state): State<Arc<AppState>>, method: Method, body: Body
     if method != Method::POST {
         let refusal = Refusal::new(StatusCode::METHOD_NOT_ALLOWED, "only POST is permitted");
         return authsign_refusal(refusal);
+    }
+    let delay = state.sign_delay_ms.load(Ordering::Relaxed);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     let result = match read_body(body).await {
         Ok(body) => state.authsign(&body, OffsetDateTime::now_utc()),

@@ -91,6 +91,19 @@ impl Running {
         self.state.available.store(up, Ordering::Relaxed);
     }
 
+    /// Makes every authsign wait `delay` before it is answered, as a slow CA (an HSM, a
+    /// loaded host) would; zero, the default, answers at once.
+    pub fn set_sign_delay(&self, delay: std::time::Duration) {
+        let millis = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.state.sign_delay_ms.store(millis, Ordering::Relaxed);
+    }
+
+    /// Certificates signed so far for the public key `spki` (DER SubjectPublicKeyInfo): each
+    /// request has a key of its own, so this is how often a request was signed.
+    pub fn signatures_for(&self, spki: &[u8]) -> u32 {
+        self.state.signatures_for(spki)
+    }
+
     /// Waits until the server has stopped (after [`Running::shutdown`]).
     pub async fn stopped(mut self) {
         if let Some(server) = self.server.take() {

@@ -11,8 +11,10 @@ use serde_json::{Value, json};
 use simple_cfssl::{Config, Label, Profile, RootFiles};
 use time::OffsetDateTime;
 use x509_parser::certificate::X509Certificate;
+use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::oid_registry;
+use x509_parser::prelude::FromDer;
 
 async fn sign(url: &str, http: &reqwest::Client, inner: Value) -> Value {
     let reply = call(http, "POST", &format!("{url}{AUTHSIGN}"), signed(&inner, KEY)).await;
@@ -708,4 +710,58 @@ async fn bad_configs_fail_to_start() {
     config = Config::test_default(KEY);
     config.listen = "256.0.0.1:1".into();
     assert!(simple_cfssl::spawn(config).await.is_err());
+}
+
+/// The e2e fault scenarios count signatures per request (each has a key of its own) and slow
+/// the CA down; neither changes what is signed.
+#[tokio::test]
+async fn signatures_are_counted_per_key_and_a_sign_delay_holds_each_answer() {
+    let ca = simple_cfssl::spawn(Config::test_default(KEY)).await.unwrap();
+    let http = http(None);
+    let (once, twice) = (csr("once.example", &[]), csr("twice.example", &[]));
+    let spki = |csr_pem: &str| {
+        let der = der(csr_pem);
+        let (_, req) = X509CertificationRequest::from_der(&der).unwrap();
+        req.certification_request_info.subject_pki.raw.to_vec()
+    };
+    for pem in [&once, &twice, &twice] {
+        sign(
+            &ca.url,
+            &http,
+            json!({"certificate_request": pem, "label": "intermediate1"}),
+        )
+        .await;
+    }
+    assert_eq!(ca.signatures_for(&spki(&once)), 1);
+    assert_eq!(ca.signatures_for(&spki(&twice)), 2);
+    assert_eq!(ca.signatures_for(&spki(&csr("never.example", &[]))), 0);
+
+    ca.set_sign_delay(Duration::from_millis(700));
+    let started = std::time::Instant::now();
+    sign(
+        &ca.url,
+        &http,
+        json!({"certificate_request": once, "label": "intermediate1"}),
+    )
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(ca.signatures_for(&spki(&once)), 2);
+    ca.set_sign_delay(Duration::ZERO);
+    let started = std::time::Instant::now();
+    sign(
+        &ca.url,
+        &http,
+        json!({"certificate_request": once, "label": "intermediate1"}),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(ca.issued_count(), 5);
 }

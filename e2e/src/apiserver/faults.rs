@@ -199,6 +199,76 @@ impl Fault {
     }
 }
 
+/// Fails a steady share of the writes (create, update, patch, delete) instead of the next few:
+/// an API server under strain or losing optimistic-concurrency races. Which write fails is a
+/// deterministic pseudo-random draw from `seed` and the write's position among the matching
+/// writes, so a run can be repeated; the share is the percentage over many writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultRates {
+    /// Percent of the matching writes answered 500 InternalError.
+    #[serde(default)]
+    pub internal_error_percent: u32,
+    /// Percent answered 409 Conflict.
+    #[serde(default)]
+    pub conflict_percent: u32,
+    /// Only this added user's writes (see `TestServer::add_user`); None: everyone's.
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl FaultRates {
+    pub fn new(internal_error_percent: u32, conflict_percent: u32, seed: u64) -> Self {
+        FaultRates {
+            internal_error_percent,
+            conflict_percent,
+            user: None,
+            seed,
+        }
+    }
+
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
+    }
+
+    fn matches(&self, verb: Verb, user: Option<&str>) -> bool {
+        matches!(verb, Verb::Create | Verb::Update | Verb::Patch | Verb::Delete)
+            && self.user.as_deref().is_none_or(|u| Some(u) == user)
+    }
+
+    /// The fault, if any, for the `n`th matching write (counting from 0).
+    pub fn draw(&self, n: u64) -> Option<FaultKind> {
+        let roll = (splitmix64(self.seed ^ splitmix64(n)) % 100) as u32;
+        if roll < self.internal_error_percent {
+            Some(FaultKind::InternalError)
+        } else if roll < self.internal_error_percent + self.conflict_percent {
+            Some(FaultKind::Conflict)
+        } else {
+            None
+        }
+    }
+}
+
+/// One step of SplitMix64: a well-mixed 64-bit value from any input.
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// What [`FaultRates`] did so far: matching writes seen, and how many got each answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RateTally {
+    pub writes: u64,
+    pub internal_errors: u64,
+    pub conflicts: u64,
+}
+
 /// One request of a user added with `TestServer::add_user`, as kube-apiserver's audit log
 /// records who did what when.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +288,8 @@ pub struct Faults {
     /// name empty for collection requests.
     pub in_namespace: BTreeMap<(String, Verb, String, String), u64>,
     pending: Vec<Fault>,
+    rates: Option<FaultRates>,
+    pub rate_tally: RateTally,
     pub latency: Duration,
     pub audit: Vec<AuditEntry>,
 }
@@ -264,6 +336,24 @@ impl Faults {
             })
             .map(|(_, count)| count)
             .sum()
+    }
+
+    /// After [`Faults::observe`]: the rate-based fault for this write, if its draw says so.
+    pub fn observe_rates(&mut self, verb: Verb, resource: &str, user: Option<&str>) -> Option<ApiError> {
+        let rates = self.rates.as_ref().filter(|r| r.matches(verb, user))?;
+        let kind = rates.draw(self.rate_tally.writes);
+        self.rate_tally.writes += 1;
+        match kind? {
+            FaultKind::InternalError => self.rate_tally.internal_errors += 1,
+            _ => self.rate_tally.conflicts += 1,
+        }
+        Some(Fault::new(kind?).error(resource))
+    }
+
+    /// Replaces the rate-based faults (None turns them off); the tally starts again.
+    pub fn set_rates(&mut self, rates: Option<FaultRates>) {
+        self.rates = rates;
+        self.rate_tally = RateTally::default();
     }
 
     pub fn inject(&mut self, fault: Fault) {
@@ -338,6 +428,66 @@ mod tests {
         assert_eq!(faults.count_in("team-b", Verb::Get, "secrets", None), 1);
         assert_eq!(faults.count_in("team-a", Verb::List, "secrets", None), 0);
         assert_eq!(faults.counts.get(Verb::Get, "secrets"), 4);
+    }
+
+    #[test]
+    fn rates_fail_writes_in_the_given_shares_and_repeat_with_the_seed() {
+        let rates = FaultRates::new(5, 2, 42);
+        let draws: Vec<_> = (0..100_000).map(|n| rates.draw(n)).collect();
+        let share = |kind| draws.iter().filter(|d| **d == Some(kind)).count();
+        let (internal, conflict) = (share(FaultKind::InternalError), share(FaultKind::Conflict));
+        assert!((4_700..=5_300).contains(&internal), "500s: {internal} of 100,000");
+        assert!((1_800..=2_200).contains(&conflict), "409s: {conflict} of 100,000");
+        let again: Vec<_> = (0..100_000).map(|n| rates.draw(n)).collect();
+        assert_eq!(draws, again, "the same seed draws the same faults");
+        let other: Vec<_> = (0..100_000).map(|n| FaultRates::new(5, 2, 43).draw(n)).collect();
+        assert_ne!(draws, other, "another seed draws others");
+        assert!((0..1000).all(|n| FaultRates::new(0, 0, 42).draw(n).is_none()));
+    }
+
+    #[test]
+    fn rates_apply_to_writes_of_the_named_user_only() {
+        let mut faults = Faults::default();
+        faults.set_rates(Some(FaultRates::new(100, 0, 1).user("manager")));
+        assert!(
+            faults
+                .observe_rates(Verb::Get, "secrets", Some("manager"))
+                .is_none()
+        );
+        assert!(
+            faults
+                .observe_rates(Verb::Watch, "secrets", Some("manager"))
+                .is_none()
+        );
+        assert!(faults.observe_rates(Verb::Patch, "secrets", None).is_none());
+        assert!(
+            faults
+                .observe_rates(Verb::Patch, "secrets", Some("test"))
+                .is_none()
+        );
+        for verb in [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete] {
+            let err = faults.observe_rates(verb, "secrets", Some("manager")).unwrap();
+            assert_eq!(err.code(), 500, "{verb}");
+        }
+        assert_eq!(
+            faults.rate_tally,
+            RateTally {
+                writes: 4,
+                internal_errors: 4,
+                conflicts: 0
+            }
+        );
+        faults.set_rates(Some(FaultRates::new(0, 100, 1)));
+        assert_eq!(
+            faults
+                .observe_rates(Verb::Create, "secrets", None)
+                .unwrap()
+                .code(),
+            409
+        );
+        faults.set_rates(None);
+        assert!(faults.observe_rates(Verb::Create, "secrets", None).is_none());
+        assert_eq!(faults.rate_tally, RateTally::default());
     }
 
     #[test]

@@ -256,7 +256,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     let query = Query::parse(request.uri().query());
     let target = parse_target(shared, &segments)?;
     let verb = verb_of(request.method(), &target, &query)?;
-    if let Some(user) = user {
+    if let Some(user) = user.clone() {
         shared.faults.lock().expect("faults lock").audit.push(AuditEntry {
             user,
             verb,
@@ -268,13 +268,15 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(injected) = shared.faults.lock().expect("faults lock").observe(
-        verb,
-        &target.resource_label(),
-        target.namespace.as_deref(),
-        target.name.as_deref(),
-    ) {
-        return Err(injected);
+    {
+        let mut faults = shared.faults.lock().expect("faults lock");
+        let resource = target.resource_label();
+        if let Some(injected) = faults
+            .observe(verb, &resource, target.namespace.as_deref(), target.name.as_deref())
+            .or_else(|| faults.observe_rates(verb, &resource, user.as_deref()))
+        {
+            return Err(injected);
+        }
     }
     let output = negotiate(request.headers(), query.get("includeObject"))?;
     let headers = request.headers().clone();

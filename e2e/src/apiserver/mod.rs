@@ -77,7 +77,7 @@ use std::{
 
 use tokio::{net::TcpListener, sync::watch as signal, task::JoinHandle};
 
-pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, Verb};
+pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use self::{faults::Faults, store::Store, tls::ServingCert};
 
 /// Why the server could not start (or a client could not be built for it).
@@ -177,6 +177,8 @@ pub struct TestServer {
     namespace: String,
     shutdown: signal::Sender<bool>,
     task: Option<JoinHandle<()>>,
+    /// The periodic watch drop, when on.
+    watch_dropper: Mutex<Option<JoinHandle<()>>>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -244,6 +246,7 @@ impl TestServer {
             namespace: options.namespace,
             shutdown,
             task: Some(task),
+            watch_dropper: Mutex::new(None),
             _dir: dir,
         })
     }
@@ -340,6 +343,44 @@ impl TestServer {
         self.shared.faults.lock().expect("faults lock").clear();
     }
 
+    /// Fails a share of the writes from now on (see [`FaultRates`]); None turns it off.
+    pub fn set_fault_rates(&self, rates: Option<FaultRates>) {
+        self.shared.faults.lock().expect("faults lock").set_rates(rates);
+    }
+
+    /// What the rate-based faults did since they were set.
+    pub fn rate_tally(&self) -> RateTally {
+        self.shared.faults.lock().expect("faults lock").rate_tally
+    }
+
+    /// Ends every open watch every `period` from now on (None stops it), as a flaky load
+    /// balancer or an API server restart would; clients resume from their last resourceVersion.
+    pub fn drop_watches_every(&self, period: Option<Duration>) {
+        let task = period.map(|period| {
+            let shared = Arc::downgrade(&self.shared);
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+                loop {
+                    ticker.tick().await;
+                    match shared.upgrade() {
+                        Some(shared) => shared.close_watches(),
+                        None => return,
+                    }
+                }
+            })
+        });
+        let mut dropper = self.watch_dropper.lock().expect("dropper lock");
+        if let Some(old) = std::mem::replace(&mut *dropper, task) {
+            old.abort();
+        }
+    }
+
+    /// How many times every open watch was ended ([`TestServer::close_watches`] and the
+    /// periodic drop).
+    pub fn watch_closes(&self) -> u64 {
+        *self.shared.closer.borrow()
+    }
+
     /// Delays every API request by `latency` (zero turns it off).
     pub fn set_latency(&self, latency: Duration) {
         self.shared.faults.lock().expect("faults lock").latency = latency;
@@ -405,6 +446,9 @@ impl TestServer {
     }
 
     fn stop(&self) {
+        if let Some(dropper) = self.watch_dropper.lock().expect("dropper lock").take() {
+            dropper.abort();
+        }
         let _ = self.shutdown.send(true);
         self.shared.close_watches();
     }

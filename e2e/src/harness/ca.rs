@@ -94,6 +94,27 @@ impl Ca {
         }
     }
 
+    /// Makes every sign take `delay` longer (simple-cfssl only; returns false elsewhere).
+    pub fn set_sign_delay(&self, delay: std::time::Duration) -> bool {
+        match &self.guard {
+            Guard::Simple(running) => {
+                running.set_sign_delay(delay);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Certificates signed so far for the public key of `csr` (simple-cfssl only): each
+    /// request has a key of its own, so this is how often that request was signed.
+    pub fn signatures_for(&self, csr: &super::Csr) -> Option<u32> {
+        use rcgen::PublicKeyData as _;
+        match &self.guard {
+            Guard::Simple(running) => Some(running.signatures_for(&csr.key.subject_public_key_info())),
+            _ => None,
+        }
+    }
+
     /// Certificates signed so far (simple-cfssl only).
     pub fn issued_count(&self) -> Option<u64> {
         match &self.guard {

@@ -169,6 +169,52 @@ pub async fn wait_all_issued(
     })
 }
 
+/// How often the CA signed each request (simple-cfssl counts signatures per public key, and
+/// each request has a key of its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PerRequest {
+    /// Requests signed exactly once.
+    pub once: usize,
+    /// Requests never signed.
+    pub never: Vec<String>,
+    /// Requests signed more than once, with the count.
+    pub more: Vec<(String, u32)>,
+}
+
+impl PerRequest {
+    /// Signatures beyond the first, over all requests.
+    pub fn duplicates(&self) -> u64 {
+        self.more.iter().map(|(_, n)| u64::from(n - 1)).sum()
+    }
+}
+
+/// The CA's signatures per request, for `requests` (None unless the CA is simple-cfssl).
+pub fn signatures_per_request(ca: &super::Ca, requests: &[(String, Csr)]) -> Option<PerRequest> {
+    let mut tally = PerRequest::default();
+    for (name, csr) in requests {
+        match ca.signatures_for(csr)? {
+            0 => tally.never.push(name.clone()),
+            1 => tally.once += 1,
+            n => tally.more.push((name.clone(), n)),
+        }
+    }
+    Some(tally)
+}
+
+/// Requests by their Ready condition, `status/reason` (`no Ready` when there is none): what a
+/// failed wait shows.
+pub fn by_ready_reason(requests: &[CertificateRequest]) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for request in requests {
+        let key = match objects::ready_of(request) {
+            Some((status, reason)) => format!("{status}/{reason}"),
+            None => "no Ready".to_string(),
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
 pub fn is_issued(request: &CertificateRequest) -> bool {
     objects::ready_of(request).is_some_and(|(status, reason)| status == "True" && reason == "Issued")
 }

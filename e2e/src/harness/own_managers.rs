@@ -3,6 +3,7 @@
 //! real cluster (`E2E_KUBECONFIG`) the suite cannot run managers of its own, so these scenarios
 //! return early there.
 
+use super::objects::{self, Kind};
 use super::{Ca, Cluster, ManagerOptions};
 use crate::apiserver::TestServer;
 
@@ -36,6 +37,22 @@ impl OwnManagers {
 
     pub fn server(&self) -> &TestServer {
         self.cluster.server().expect("in-process API server")
+    }
+
+    /// The Issuer `name` for this CA in the test namespace, with its key Secret of the same
+    /// name (`url` overrides the CA's), once it is Ready.
+    pub async fn create_issuer(&self, name: &str, url: Option<&str>) -> anyhow::Result<()> {
+        self.cluster
+            .put_key_secret(&self.ns, name, &self.ca.key_hex)
+            .await?;
+        let mut spec = objects::issuer_spec(&self.ca, name, "server");
+        if let Some(url) = url {
+            spec["url"] = url.into();
+        }
+        objects::create_issuer(self.client(), Kind::Issuer, &self.ns, name, spec).await?;
+        let wait = std::time::Duration::from_secs(120);
+        objects::wait_issuer_reason(self.client(), Kind::Issuer, &self.ns, name, "Checked", wait).await?;
+        Ok(())
     }
 
     /// A manager against this cluster, with [`SYSTEM`] as its cluster resource namespace.
