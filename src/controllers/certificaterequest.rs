@@ -88,6 +88,12 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<RequestContext>) ->
     let held = ctx.signings.held(&uid, version, request.has_certificate());
     let step = decide::decide(&request, &issuer, ctx.shared.config.approval_required);
     let step = decide::guard(step, request.has_certificate(), &held);
+    tracing::debug!(
+        namespace = cr.metadata.namespace.as_deref(),
+        version,
+        ?step,
+        "request reconciled"
+    );
     let announced = ctx.memory.is_announced(&uid);
     let decision = plan::for_step(step, &request, &held, announced, ctx.shared.now());
     let decision = match decision.plan.next {

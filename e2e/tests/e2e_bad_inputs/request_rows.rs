@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use base64::Engine as _;
+use e2e::apiserver::Verb;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::scripted_ca::{Leaf, Script, ScriptedCa};
 use e2e::harness::{Cluster, Csr, Manager, ManagerOptions};
@@ -532,6 +533,33 @@ impl Env {
         .await
     }
 
+    /// What the API server saw in `ns` and the request's conditions, for a failing row.
+    async fn diagnose(&self, ns: &str) -> String {
+        let Some(server) = self.cluster.server() else {
+            return String::new();
+        };
+        let rows = [
+            (Verb::Get, "secrets"),
+            (Verb::Patch, "certificaterequests/status"),
+            (Verb::Create, "events"),
+        ];
+        let counts: Vec<String> = rows
+            .iter()
+            .map(|(verb, resource)| {
+                format!(
+                    "{verb} {resource}: {}",
+                    server.count_in(ns, *verb, resource, None)
+                )
+            })
+            .collect();
+        let conditions = Api::<CertificateRequest>::namespaced(self.client().clone(), ns)
+            .get(REQUEST)
+            .await
+            .map(|cr| format!("{:?}", cr.status.map(|s| s.conditions)))
+            .unwrap_or_else(|e| e.to_string());
+        format!("ns {ns}: {}; conditions {conditions}", counts.join(", "))
+    }
+
     async fn request(
         &self,
         ns: &str,
@@ -811,6 +839,9 @@ async fn catalogue_request_rows() -> anyhow::Result<()> {
         }
         if !problems.is_empty() {
             println!("       {}", problems.join("\n       "));
+            if let Ok((setup, _)) = &result {
+                println!("       {}", env.diagnose(&setup.ns).await);
+            }
             failing.push(row.name);
         }
     }
