@@ -13,7 +13,7 @@ use kube::{
     runtime::{watcher, watcher::Event},
 };
 use serde_json::json;
-use support::{Widget, code, config_map, reason, start, widget};
+use support::{Harness, Widget, code, config_map, reason, start, widget};
 
 #[tokio::test]
 async fn requests_are_counted_by_verb_and_resource() {
@@ -331,18 +331,23 @@ async fn a_rate_faulted_write_leaves_the_object_as_it_was() {
     assert!(cms.get_opt("never").await.unwrap().is_none());
 }
 
+/// A client configuration for a new user `name` of the test server (its own bearer token).
+async fn added_user(h: &Harness, name: &str) -> kube::Config {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.kubeconfig"));
+    h.server.add_user(name, &path).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+    kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap()
+}
+
 /// Rate faults can be aimed at one added user (a manager under test) while the test's own
 /// client writes freely.
 #[tokio::test]
 async fn rate_faults_can_be_limited_to_one_user() {
     let h = start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("flaky.kubeconfig");
-    h.server.add_user("flaky", &path).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
+    let config = added_user(&h, "flaky").await;
     let flaky: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config).unwrap());
     h.server
         .set_fault_rates(Some(FaultRates::new(100, 0, 3).user("flaky")));
@@ -424,13 +429,7 @@ async fn periodically_dropped_watches_are_resumed_without_losing_events() {
 #[tokio::test]
 async fn added_users_have_their_own_token_and_their_requests_are_audited() {
     let h = start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("alice.kubeconfig");
-    h.server.add_user("alice", &path).unwrap();
-    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
+    let config = added_user(&h, "alice").await;
     let alice: Api<ConfigMap> = Api::default_namespaced(kube::Client::try_from(config.clone()).unwrap());
     alice
         .create(&PostParams::default(), &config_map("by-alice", &[]))

@@ -272,7 +272,12 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
         let mut faults = shared.faults.lock().expect("faults lock");
         let resource = target.resource_label();
         if let Some(injected) = faults
-            .observe(verb, &resource, target.namespace.as_deref(), target.name.as_deref())
+            .observe(
+                verb,
+                &resource,
+                target.namespace.as_deref(),
+                target.name.as_deref(),
+            )
             .or_else(|| faults.observe_rates(verb, &resource, user.as_deref()))
         {
             return Err(injected);

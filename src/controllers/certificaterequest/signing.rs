@@ -259,7 +259,8 @@ mod tests {
         let saved = || Signing::Saved {
             resource_version: Some("7".into()),
         };
-        let steps: Vec<(&str, Box<dyn Fn(&Signings)>, i64)> = vec![
+        type Step = Box<dyn Fn(&Signings)>;
+        let steps: Vec<(&str, Step, i64)> = vec![
             ("a in flight", Box::new(|s| s.insert("a", Signing::InFlight)), 0),
             ("a signed", Box::new(|s| s.insert("a", unsaved())), 1),
             ("b signed", Box::new(|s| s.insert("b", unsaved())), 2),
