@@ -195,15 +195,20 @@ async fn latency_delays_every_request() {
     h.server.set_latency(Duration::ZERO);
 }
 
+/// A kube watcher of `cms` past its initial list.
+async fn synced_watcher(
+    cms: &Api<ConfigMap>,
+) -> futures::stream::BoxStream<'static, Result<Event<ConfigMap>, watcher::Error>> {
+    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
+    while !matches!(events.next().await.unwrap().unwrap(), Event::InitDone) {}
+    events
+}
+
 #[tokio::test]
 async fn closed_watches_are_resumed_by_kube_watchers() {
     let h = start().await;
     let cms: Api<ConfigMap> = h.api();
-    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
-    let mut init_done = false;
-    while !init_done {
-        init_done = matches!(events.next().await.unwrap().unwrap(), Event::InitDone);
-    }
+    let mut events = synced_watcher(&cms).await;
     let watches_before = h.server.counts().get(Verb::Watch, "configmaps");
     h.server.close_watches();
     cms.create(&PostParams::default(), &config_map("after-cut", &[]))
@@ -379,11 +384,7 @@ async fn rate_faults_can_be_limited_to_one_user() {
 async fn periodically_dropped_watches_are_resumed_without_losing_events() {
     let h = start().await;
     let cms: Api<ConfigMap> = h.api();
-    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
-    let mut init_done = false;
-    while !init_done {
-        init_done = matches!(events.next().await.unwrap().unwrap(), Event::InitDone);
-    }
+    let mut events = synced_watcher(&cms).await;
     h.server.drop_watches_every(Some(Duration::from_millis(200)));
     let writer = {
         let cms = cms.clone();

@@ -99,6 +99,8 @@ pub struct Health {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Signed {
     pub chain: Chain,
+    /// The leaf's `notAfter` (seconds since the epoch), read by the expiry check.
+    pub not_after: Option<i64>,
     /// The base URL that signed.
     pub endpoint: String,
 }
@@ -234,8 +236,12 @@ impl Client {
         }
         .map_err(bad_cert)?;
         let now = (self.config.clock)().as_second();
-        check_not_expired(&chain, now).map_err(bad_cert)?;
-        Ok(Signed { chain, endpoint })
+        let not_after = check_not_expired(&chain, now).map_err(bad_cert)?;
+        Ok(Signed {
+            chain,
+            not_after,
+            endpoint,
+        })
     }
 
     /// Completes a leaf with the signer certificate, refreshing it once if the cached one did

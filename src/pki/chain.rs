@@ -148,13 +148,14 @@ fn check_links(ders: &[Vec<u8>]) -> Result<(), ChainError> {
 }
 
 /// Pure: refuses a chain whose leaf is no longer valid at `now` (seconds since the epoch): a
-/// CA with a wrong clock or a profile with a past expiry.
-pub fn check_not_expired(chain: &Chain, now: i64) -> Result<(), ChainError> {
+/// CA with a wrong clock or a profile with a past expiry. Gives the leaf's `notAfter` back, so
+/// the sign path reads the leaf once for this check and the expiry metric.
+pub fn check_not_expired(chain: &Chain, now: i64) -> Result<Option<i64>, ChainError> {
     match leaf_not_after(&chain.certificates) {
         Some(not_after) if not_after <= now => Err(ChainError::Expired {
             not_after: k8s_openapi::jiff::Timestamp::from_second(not_after).unwrap_or_default(),
         }),
-        _ => Ok(()),
+        not_after => Ok(not_after),
     }
 }
 
@@ -446,7 +447,7 @@ mod tests {
         let not_after = leaf_not_after(&p.leaf_pem).unwrap();
         let expired = Err(k8s_openapi::jiff::Timestamp::from_second(not_after).unwrap());
         let cases = [
-            ("a second before", not_after - 1, Ok(())),
+            ("a second before", not_after - 1, Ok(Some(not_after))),
             ("at notAfter", not_after, expired),
             ("a day after", not_after + 86_400, expired),
         ];

@@ -192,7 +192,7 @@ async fn sign_with<K: AnyIssuer>(
         .timed(issuer, "sign", client.sign(&cr.spec.request.0))
         .await;
     if let Ok(signed) = &result {
-        record_issued(ctx, cr, &signer::key(issuer), &signed.chain);
+        record_issued(ctx, cr, &signer::key(issuer), signed.not_after);
     }
     decide::outcome(
         result.as_ref().map(|s| s.chain.clone()),
@@ -202,7 +202,7 @@ async fn sign_with<K: AnyIssuer>(
     )
 }
 
-fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, chain: &Chain) {
+fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, not_after: Option<i64>) {
     let metrics = &ctx.shared.metrics;
     metrics
         .issued
@@ -210,7 +210,6 @@ fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, ch
             issuer: issuer.into(),
         })
         .inc();
-    let not_after = crate::pki::leaf_not_after(&chain.certificates);
     if let Some(not_after) = not_after {
         let labels = expiry_labels(cr, issuer);
         metrics
