@@ -15,6 +15,7 @@ pub mod memory;
 pub mod plan;
 mod run;
 pub mod signer;
+pub mod signings;
 pub mod status;
 pub mod watches;
 pub mod wiring;

@@ -10,6 +10,7 @@ use crate::api::certmanager::RequestReason;
 use crate::api::{ConditionLike, ConditionStatus, IssuerKind, READY, ReadyReason};
 use crate::cfssl::{Class, Error as CfsslError};
 use crate::controllers::signer::blame;
+pub use crate::controllers::signings::{Held, Signing, hold};
 use crate::pki::Chain;
 
 #[cfg(test)]
@@ -170,47 +171,6 @@ pub fn is_terminal(request: &RequestView) -> bool {
             || (ready.status == ConditionStatus::False
                 && matches!(ready.reason, RequestReason::Failed | RequestReason::Denied))
     })
-}
-
-/// What this process holds for one request it signs, by request UID (`Context::unsaved`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Signing {
-    /// A sign is in flight: no second one starts.
-    InFlight,
-    /// Signed, and the Issued write has not landed: a retry writes this chain, never signs.
-    Unsaved(Chain),
-    /// The Issued (or, after a sign, Failed) write landed as `resource_version`; held until
-    /// the cache shows it, so a reconcile from a stale cache neither signs again nor applies a
-    /// status without it.
-    Saved { resource_version: Option<String> },
-}
-
-/// What [`hold`] makes of a [`Signing`] entry against the object the reconcile sees.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Held {
-    /// Nothing held (or the cache already shows the write: the entry can go).
-    Nothing,
-    InFlight,
-    /// Signed; the write of this chain has not landed.
-    Unsaved(Chain),
-    Saved,
-}
-
-/// Pure: what an entry means for the observed request, and whether it can be dropped (the
-/// cache shows our Issued write: the certificate is there, or the object is the one the write
-/// returned). Resource versions are opaque, so only equality is used.
-pub fn hold(entry: Option<&Signing>, observed_version: Option<&str>, has_certificate: bool) -> (Held, bool) {
-    let seen = |written: Option<&str>| has_certificate || (written.is_some() && written == observed_version);
-    match entry {
-        None => (Held::Nothing, false),
-        Some(Signing::InFlight) => (Held::InFlight, false),
-        Some(Signing::Unsaved(_)) if seen(None) => (Held::Nothing, true),
-        Some(Signing::Unsaved(chain)) => (Held::Unsaved(chain.clone()), false),
-        Some(Signing::Saved { resource_version }) if seen(resource_version.as_deref()) => {
-            (Held::Nothing, true)
-        }
-        Some(Signing::Saved { .. }) => (Held::Saved, false),
-    }
 }
 
 /// Pure: the step after [`decide`], given what this process holds. A request is never sent to
