@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 
 use futures::FutureExt;
 
-use crate::controllers::{self, Config};
+use crate::controllers::{self, Config, CsrSettings};
 use crate::telemetry::{Health, Metrics, Role, server};
 
 pub mod cert_manager;
@@ -66,6 +66,14 @@ pub struct RunArgs {
     /// How long a Lease stays valid without renewal; a standby takes over within this time.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub leader_election_lease_duration: Duration,
+    /// Do not sign Kubernetes CertificateSigningRequests (no CSR watch; the chart then drops
+    /// the CSR RBAC too).
+    #[arg(long)]
+    pub disable_kubernetes_csr_controller: bool,
+    /// Sign CSRs for ClusterIssuers only: `issuers.cfssl-issuer.wikimedia.org/<ns>.<name>`
+    /// is then another signer's, and no SubjectAccessReview is created.
+    #[arg(long)]
+    pub disable_kubernetes_csr_namespaced_signers: bool,
     #[command(flatten)]
     pub standalone: StandaloneArgs,
     #[command(flatten)]
@@ -189,6 +197,9 @@ impl RunArgs {
         config.concurrency = self.concurrency;
         config.cfssl_timeout = self.cfssl_timeout;
         config.standalone = self.standalone.settings()?;
+        config.kubernetes_csr = (!self.disable_kubernetes_csr_controller).then_some(CsrSettings {
+            namespaced_signers: !self.disable_kubernetes_csr_namespaced_signers,
+        });
         Ok(config)
     }
 }

@@ -12,6 +12,7 @@ use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
 use super::certificaterequest::RequestContext;
+use super::csr::CsrContext;
 use super::issuer::IssuerContext;
 use super::signer::Signer;
 use super::status::schema::StatusSchemas;
@@ -37,11 +38,13 @@ impl Shared {
     }
 }
 
-/// The contexts of the issuer controllers and the request controller, over shared caches.
+/// The contexts of the issuer controllers, the request controller and the CSR controller, over
+/// shared caches.
 pub struct Contexts {
     pub shared: Arc<Shared>,
     pub issuers: Arc<IssuerContext>,
     pub requests: Arc<RequestContext>,
+    pub csrs: Arc<CsrContext>,
 }
 
 impl Contexts {
@@ -71,6 +74,12 @@ impl Contexts {
         let (recheck, rechecks) = mpsc::unbounded_channel();
         let contexts = Contexts {
             issuers: Arc::new(IssuerContext::new(shared.clone(), signer.clone())),
+            csrs: Arc::new(CsrContext::new(
+                shared.clone(),
+                signer.clone(),
+                (issuers.clone(), cluster_issuers.clone()),
+                recheck.clone(),
+            )),
             requests: Arc::new(RequestContext::new(
                 shared.clone(),
                 signer,

@@ -9,6 +9,7 @@ pub mod backoff;
 pub mod certificate;
 pub mod certificaterequest;
 pub mod context;
+pub mod csr;
 pub mod events;
 pub mod issuer;
 pub mod memory;
@@ -44,6 +45,16 @@ pub struct Config {
     pub cfssl_timeout: Duration,
     /// Standalone mode (the Certificate controllers), when on.
     pub standalone: Option<certificate::Settings>,
+    /// Signing Kubernetes CertificateSigningRequests, when on.
+    pub kubernetes_csr: Option<CsrSettings>,
+}
+
+/// How Kubernetes CertificateSigningRequests are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CsrSettings {
+    /// Whether namespaced Issuers sign CSRs (`issuers.<group>/<namespace>.<name>`), for
+    /// requesters a SubjectAccessReview lets `reference` them.
+    pub namespaced_signers: bool,
 }
 
 impl Config {
@@ -56,6 +67,9 @@ impl Config {
             concurrency: 8,
             cfssl_timeout: crate::cfssl::ClientConfig::DEFAULT_TIMEOUT,
             standalone: None,
+            kubernetes_csr: Some(CsrSettings {
+                namespaced_signers: true,
+            }),
         }
     }
 }
@@ -87,6 +101,12 @@ impl Recheck {
 pub enum Error {
     #[error("writing status of {object}: {source}")]
     WriteStatus {
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("asking whether the requester of {object} may reference its issuer: {source}")]
+    Review {
         object: String,
         #[source]
         source: kube::Error,

@@ -11,7 +11,7 @@ use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
 use super::wiring::{SecretFeed, Wiring, reflect};
-use super::{Config, Contexts, Recheck, certificate, certificaterequest, issuer, status, watches};
+use super::{Config, Contexts, Recheck, certificate, certificaterequest, csr, issuer, status, watches};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
 use crate::clock::Clock;
@@ -104,7 +104,7 @@ fn controllers(
     let (issuer_rechecks, cluster_rechecks) = split_rechecks(rechecks);
     let (secrets, cluster_secrets) = (wiring.secrets.subscribe(), wiring.secrets.subscribe());
     let wiring = &*wiring;
-    vec![
+    let mut all = vec![
         issuer::controller(
             wiring,
             &wiring.issuers,
@@ -120,7 +120,11 @@ fn controllers(
             ctx.issuers.clone(),
         ),
         certificaterequest::controller(wiring, ctx.requests.clone()),
-    ]
+    ];
+    if ctx.shared.config.kubernetes_csr.is_some() {
+        all.push(csr::controller(wiring, ctx.csrs.clone()));
+    }
+    all
 }
 
 /// The shared watches, each filling its store: deletes are seen here, before the stores drop

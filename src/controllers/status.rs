@@ -19,6 +19,8 @@ impl FieldManager {
     pub const ISSUER: FieldManager = FieldManager("cfssl-issuer-issuer");
     pub const CLUSTER_ISSUER: FieldManager = FieldManager("cfssl-issuer-clusterissuer");
     pub const CERTIFICATE_REQUEST: FieldManager = FieldManager("cfssl-issuer-certificaterequest");
+    pub const CERTIFICATE_SIGNING_REQUEST: FieldManager =
+        FieldManager("cfssl-issuer-certificatesigningrequest");
     /// The standalone Certificate controllers (see `controllers::certificate`).
     pub const TRIGGER: FieldManager = FieldManager("cfssl-issuer-trigger");
     pub const KEY_MANAGER: FieldManager = FieldManager("cfssl-issuer-keymanager");

@@ -17,6 +17,7 @@ pub enum Controller {
     Issuer,
     ClusterIssuer,
     CertificateRequest,
+    CertificateSigningRequest,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

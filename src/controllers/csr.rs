@@ -1,0 +1,250 @@
+//! Kubernetes CertificateSigningRequest reconciler: signs `certificates.k8s.io/v1` CSRs whose
+//! `signerName` names one of our issuers, once approved, on the same CFSSL path as
+//! CertificateRequests, at most once each.
+//!
+//! Observe ([`observe`]), decide ([`decide`] for the step, [`plan`] for the exact writes), act
+//! ([`crate::controllers::plan::execute`]; the SubjectAccessReview and the sign are the two
+//! pieces of work that leave the process).
+
+pub mod decide;
+pub mod observe;
+pub mod plan;
+pub mod signer_name;
+mod wiring;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::sync::mpsc;
+
+use self::decide::{Access, CsrView, IssuerReadiness};
+use self::plan::{Decision, Memo, Work};
+use self::signer_name::SignerRef;
+pub use self::wiring::controller;
+use super::backoff::Backoff;
+use super::certificaterequest::decide::{self as request_decide, Outcome};
+use super::certificaterequest::plan::Window;
+use super::context::Shared;
+use super::events::Events;
+use super::memory::RequestMemory;
+use super::plan::{self as plans, Next, Target};
+use super::signer::Signer;
+use super::signings::Signings;
+use super::status::FieldManager;
+use super::{Error, Recheck, default_backoff};
+use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
+use crate::telemetry::metrics::{Controller, IssuerLabels};
+
+/// What the CSR controller works with.
+pub struct CsrContext {
+    pub shared: Arc<Shared>,
+    pub signer: Arc<Signer>,
+    pub issuers: Store<Issuer>,
+    pub cluster_issuers: Store<ClusterIssuer>,
+    /// Whether `issuers.<group>/<namespace>.<name>` signer names are ours.
+    pub namespaced: bool,
+    /// By CSR UID.
+    pub backoff: Backoff<String>,
+    pub signings: Signings,
+    /// Retry windows, by CSR UID.
+    pub memory: RequestMemory,
+    pub recheck: mpsc::UnboundedSender<Recheck>,
+    events: Events,
+}
+
+impl CsrContext {
+    pub fn new(
+        shared: Arc<Shared>,
+        signer: Arc<Signer>,
+        (issuers, cluster_issuers): (Store<Issuer>, Store<ClusterIssuer>),
+        recheck: mpsc::UnboundedSender<Recheck>,
+    ) -> Self {
+        CsrContext {
+            events: Events::per_event(shared.client.clone(), shared.clock.clone()),
+            signings: Signings::counted_on(shared.metrics.signed_unsaved.clone()),
+            namespaced: shared.config.kubernetes_csr.is_some_and(|c| c.namespaced_signers),
+            shared,
+            signer,
+            issuers,
+            cluster_issuers,
+            backoff: default_backoff(),
+            memory: RequestMemory::default(),
+            recheck,
+        }
+    }
+
+    /// The issuer a CSR names, when it is ours.
+    pub fn signer_of(&self, csr: &CertificateSigningRequest) -> Option<SignerRef> {
+        SignerRef::parse(&csr.spec.signer_name, self.namespaced)
+    }
+}
+
+/// One CSR as the reconcile sees it.
+struct Seen<'a> {
+    csr: &'a CertificateSigningRequest,
+    uid: String,
+    signer: SignerRef,
+    view: CsrView,
+}
+
+pub async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>) -> Result<Action, Error> {
+    ctx.shared
+        .metrics
+        .reconciled(Controller::CertificateSigningRequest);
+    let Some(signer) = ctx.signer_of(&csr) else {
+        return Ok(Action::await_change());
+    };
+    let seen = Seen {
+        csr: &csr,
+        uid: key(&csr),
+        view: observe::csr_view(&csr),
+        signer,
+    };
+    let version = csr.metadata.resource_version.as_deref();
+    let held = ctx.signings.held(&seen.uid, version, seen.view.has_certificate);
+    let issuer = observe::issuer_readiness(&seen.signer, &ctx);
+    let mut access = Access::for_signer(&seen.signer);
+    let mut decision = decided(&seen, &issuer, &access, &held, &ctx);
+    if decision.plan.next == Next::Work(Work::Review) {
+        access = observe::access(&ctx.shared.client, &csr, &seen.signer)
+            .await
+            .map_err(|source| Error::Review {
+                object: plans::describe(&*csr),
+                source,
+            })?;
+        decision = decided(&seen, &issuer, &access, &held, &ctx);
+    }
+    tracing::debug!(csr = %csr.name_any(), version, next = ?decision.plan.next, "CSR reconciled");
+    if decision.plan.next == Next::Work(Work::Sign) {
+        let Some(outcome) = sign(&seen, &ctx).await else {
+            return Ok(Action::await_change());
+        };
+        decision = plan::for_outcome(outcome, ctx.shared.now());
+    }
+    act(&seen, decision, &ctx).await
+}
+
+fn decided(
+    seen: &Seen<'_>,
+    issuer: &IssuerReadiness,
+    access: &Access,
+    held: &super::signings::Held,
+    ctx: &CsrContext,
+) -> Decision {
+    let step = decide::decide(&seen.view, &seen.signer, issuer, access);
+    plan::for_step(decide::guard(step, held), ctx.shared.now())
+}
+
+pub fn error_policy(csr: Arc<CertificateSigningRequest>, err: &Error, ctx: Arc<CsrContext>) -> Action {
+    ctx.shared
+        .metrics
+        .reconcile_failed(Controller::CertificateSigningRequest);
+    tracing::warn!(csr = %csr.name_any(), error = %err, "reconcile failed");
+    Action::requeue(ctx.backoff.next(key(&csr)))
+}
+
+/// Act: memory, writes, then the next move.
+async fn act(seen: &Seen<'_>, decision: Decision, ctx: &CsrContext) -> Result<Action, Error> {
+    let Decision { plan, memo } = decision;
+    let uid = seen.uid.as_str();
+    if memo.window == Window::Open {
+        ctx.memory.failed(uid, ctx.shared.now());
+    }
+    if plan.next == Next::Work(Work::RecheckIssuer) {
+        let _ = ctx.recheck.send(recheck_of(&seen.signer));
+    }
+    let target = Target {
+        client: &ctx.shared.client,
+        object: seen.csr,
+        manager: FieldManager::CERTIFICATE_SIGNING_REQUEST,
+        events: &ctx.events,
+    };
+    let (written, next) = plans::execute(target, plan).await?;
+    remember_after(ctx, uid, memo, written);
+    Ok(match next {
+        Next::Work(Work::RecheckIssuer) => Action::requeue(ctx.backoff.next(uid.to_string())),
+        next => plans::requeue(&next, || ctx.backoff.next(uid.to_string())),
+    })
+}
+
+fn remember_after(ctx: &CsrContext, uid: &str, memo: Memo, written: Option<String>) {
+    if memo.hold_written {
+        ctx.signings.saved(uid, written);
+    }
+    if memo.window == Window::Close {
+        ctx.backoff.reset(uid);
+        ctx.memory.settled(uid);
+    }
+}
+
+/// Signs the CSR with the issuer it names, once; `None` when a sign of it is in flight or done.
+async fn sign(seen: &Seen<'_>, ctx: &CsrContext) -> Option<Outcome> {
+    let flight = ctx.signings.begin(&seen.uid)?;
+    let signer = &seen.signer;
+    let outcome = match &signer.namespace {
+        Some(ns) => {
+            let found = ctx.issuers.get(&ObjectRef::new(&signer.name).within(ns));
+            sign_with(seen, found.as_deref(), ctx).await
+        }
+        None => {
+            let found = ctx.cluster_issuers.get(&ObjectRef::new(&signer.name));
+            sign_with(seen, found.as_deref(), ctx).await
+        }
+    };
+    if let Outcome::Issued(chain) = &outcome {
+        flight.signed(chain.clone());
+    }
+    Some(outcome)
+}
+
+/// Signs with `issuer` (from the cache), classifying every failure as the request path does.
+async fn sign_with<K: AnyIssuer>(seen: &Seen<'_>, issuer: Option<&K>, ctx: &CsrContext) -> Outcome {
+    let Some(issuer) = issuer else {
+        return Outcome::Retry(format!("{} disappeared", seen.signer.describe()));
+    };
+    let client = match ctx.signer.client_for(issuer).await {
+        Ok(client) => client,
+        Err(unusable) => {
+            return Outcome::IssuerFault {
+                message: unusable.to_string(),
+                reason: unusable.reason(),
+            };
+        }
+    };
+    let first_failure = ctx.memory.first_failure(&seen.uid);
+    let result = ctx
+        .signer
+        .timed(issuer, "sign", client.sign(&seen.csr.spec.request.0))
+        .await;
+    if result.is_ok() {
+        let labels = IssuerLabels {
+            issuer: super::signer::key(issuer),
+        };
+        ctx.shared.metrics.issued.get_or_create(&labels).inc();
+    }
+    request_decide::outcome(
+        result.as_ref().map(|s| s.chain.clone()),
+        first_failure,
+        ctx.shared.now(),
+        ctx.shared.config.max_retry_duration,
+    )
+}
+
+fn recheck_of(signer: &SignerRef) -> Recheck {
+    Recheck {
+        kind: signer.kind,
+        namespace: match signer.kind {
+            IssuerKind::Issuer => signer.namespace.clone(),
+            IssuerKind::ClusterIssuer => None,
+        },
+        name: signer.name.clone(),
+    }
+}
+
+/// The key of a CSR in backoff and memory: its UID.
+pub fn key(csr: &CertificateSigningRequest) -> String {
+    csr.uid().unwrap_or_else(|| csr.name_any())
+}

@@ -1,0 +1,178 @@
+//! Observe: what the CSR controller reads before it decides: the CSR, the issuer caches and,
+//! for a namespaced Issuer, the API server's SubjectAccessReview.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
+use kube::api::PostParams;
+use kube::runtime::reflector::ObjectRef;
+
+use super::CsrContext;
+use super::decide::{Access, Asks, CsrView, Invalid, IssuerReadiness, reason};
+use super::signer_name::SignerRef;
+use crate::api::certmanager::KEY_USAGES;
+use crate::api::{AnyIssuer, IssuerKind, ready_condition};
+use crate::certificates::go::{format_go_duration, parse_go_duration};
+use crate::controllers::certificaterequest::decide::IssuerState;
+use crate::controllers::certificaterequest::observe::issuer_state;
+
+/// cert-manager's annotations on a CSR (`experimental.cert-manager.io/...`).
+pub const REQUEST_DURATION: &str = "experimental.cert-manager.io/request-duration";
+pub const REQUEST_IS_CA: &str = "experimental.cert-manager.io/request-is-ca";
+
+/// A certificate's lifetime when the CSR asks for none (cert-manager's default, 90 days).
+const DEFAULT_DURATION: Duration = Duration::from_secs(2160 * 3600);
+/// The shortest lifetime a CSR may ask for (what `spec.expirationSeconds` allows).
+const MINIMUM_DURATION: Duration = Duration::from_secs(600);
+
+/// The CSR's own state.
+pub fn csr_view(csr: &CertificateSigningRequest) -> CsrView {
+    let status = csr.status.as_ref();
+    let is_true = |type_: &str| {
+        status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    };
+    CsrView {
+        approved: is_true("Approved"),
+        denied: is_true("Denied"),
+        failed: is_true("Failed"),
+        has_certificate: status
+            .and_then(|s| s.certificate.as_ref())
+            .is_some_and(|c| !c.0.is_empty()),
+        asks: asks(csr.metadata.annotations.as_ref(), &csr.spec),
+    }
+}
+
+/// Pure: what a CSR asks for, as cert-manager reads it: the duration annotation first, then
+/// `spec.expirationSeconds`, then 90 days; usages (none means digital signature and key
+/// encipherment).
+pub fn asks(
+    annotations: Option<&BTreeMap<String, String>>,
+    spec: &CertificateSigningRequestSpec,
+) -> Result<Asks, Invalid> {
+    let annotation = |key: &str| annotations.and_then(|a| a.get(key));
+    let duration = match annotation(REQUEST_DURATION) {
+        Some(text) => parse_go_duration(text)
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok())
+            .ok_or_else(|| Invalid {
+                reason: reason::ERROR_PARSE_DURATION,
+                message: format!(
+                    "Failed to parse requested duration: {REQUEST_DURATION} {text:?} is not a duration"
+                ),
+            })?,
+        None => spec
+            .expiration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .map_or(DEFAULT_DURATION, Duration::from_secs),
+    };
+    if duration < MINIMUM_DURATION {
+        return Err(Invalid {
+            reason: reason::INVALID_DURATION,
+            message: format!(
+                "CertificateSigningRequest minimum allowed duration is {}, requested {}",
+                go(MINIMUM_DURATION),
+                go(duration)
+            ),
+        });
+    }
+    let mut usages = spec.usages.clone().unwrap_or_default();
+    if usages.is_empty() {
+        usages = vec!["digital signature".into(), "key encipherment".into()];
+    }
+    if let Some(unknown) = usages.iter().find(|u| !KEY_USAGES.contains(&u.as_str())) {
+        return Err(Invalid {
+            reason: reason::FAILED,
+            message: format!("CertificateSigningRequest has failed permanently: unknown usage {unknown:?}"),
+        });
+    }
+    Ok(Asks {
+        duration,
+        is_ca: annotation(REQUEST_IS_CA).is_some_and(|v| v == "true"),
+        usages,
+    })
+}
+
+fn go(d: Duration) -> String {
+    format_go_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// What the caches show of the issuer `signer` names.
+pub fn issuer_readiness(signer: &SignerRef, ctx: &CsrContext) -> IssuerReadiness {
+    let schema = ctx.shared.status_schemas.get(signer.kind);
+    let key = ObjectRef::new(&signer.name);
+    match (signer.kind, &signer.namespace) {
+        (IssuerKind::Issuer, Some(ns)) => readiness_of(ctx.issuers.get(&key.within(ns)).as_deref(), schema),
+        _ => readiness_of(
+            ctx.cluster_issuers.get(&ObjectRef::new(&signer.name)).as_deref(),
+            schema,
+        ),
+    }
+}
+
+fn readiness_of<K: AnyIssuer>(
+    issuer: Option<&K>,
+    schema: crate::controllers::status::schema::ObservedGeneration,
+) -> IssuerReadiness {
+    let Some(issuer) = issuer else {
+        return IssuerReadiness::Missing;
+    };
+    let ready = ready_condition(issuer.status());
+    match issuer_state(ready, issuer.meta().generation, schema) {
+        IssuerState::Missing => IssuerReadiness::Missing,
+        IssuerState::Unchecked if ready.is_some() => IssuerReadiness::Outdated,
+        IssuerState::Unchecked => IssuerReadiness::Unchecked,
+        IssuerState::NotReady { reason, message } => IssuerReadiness::NotReady { reason, message },
+        IssuerState::Ready => IssuerReadiness::Ready,
+    }
+}
+
+/// Pure: the SubjectAccessReview asking whether the CSR's requester may `reference` the
+/// signer `name` (the issuer's, or `*`) in `namespace`.
+pub fn review(spec: &CertificateSigningRequestSpec, namespace: &str, name: &str) -> SubjectAccessReview {
+    SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: spec.username.clone(),
+            groups: spec.groups.clone(),
+            uid: spec.uid.clone(),
+            extra: spec.extra.clone(),
+            resource_attributes: Some(ResourceAttributes {
+                group: Some(crate::api::GROUP.into()),
+                resource: Some("signers".into()),
+                verb: Some("reference".into()),
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                version: Some("*".into()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        ..SubjectAccessReview::default()
+    }
+}
+
+/// Asks the API server whether the requester may reference the namespaced Issuer: by its name,
+/// then by `*`.
+pub async fn access(
+    client: &kube::Client,
+    csr: &CertificateSigningRequest,
+    signer: &SignerRef,
+) -> Result<Access, kube::Error> {
+    let api = kube::Api::<SubjectAccessReview>::all(client.clone());
+    let namespace = signer.namespace.as_deref().unwrap_or_default();
+    for name in [signer.name.as_str(), "*"] {
+        let answer = api
+            .create(&PostParams::default(), &review(&csr.spec, namespace, name))
+            .await?;
+        if answer.status.is_some_and(|s| s.allowed) {
+            return Ok(Access::Allowed);
+        }
+    }
+    Ok(Access::Refused)
+}
+
+#[cfg(test)]
+mod tests;

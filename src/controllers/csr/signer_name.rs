@@ -1,0 +1,166 @@
+//! Which of our issuers a Kubernetes CertificateSigningRequest's `signerName` names.
+//!
+//! `clusterissuers.<group>/<name>` names a ClusterIssuer (its name may hold dots);
+//! `issuers.<group>/<namespace>.<name>` an Issuer (a namespace never holds a dot, so the first
+//! one splits). Anything else is another signer's, never touched.
+
+use crate::api::{GROUP, IssuerKind};
+
+/// The issuer a signer name points at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SignerRef {
+    pub kind: IssuerKind,
+    /// `None` for a ClusterIssuer.
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl SignerRef {
+    /// Pure: the issuer `signer_name` names, when it is one of ours. `namespaced`: whether
+    /// namespaced Issuers sign CSRs here (when not, their names are foreign, as in issuer-lib).
+    pub fn parse(signer_name: &str, namespaced: bool) -> Option<SignerRef> {
+        let (type_, name) = signer_name.split_once('/')?;
+        if name.is_empty() || name.contains('/') {
+            return None;
+        }
+        let (plural, group) = type_.split_once('.')?;
+        if group != GROUP {
+            return None;
+        }
+        match plural {
+            "clusterissuers" => Some(SignerRef {
+                kind: IssuerKind::ClusterIssuer,
+                namespace: None,
+                name: name.to_string(),
+            }),
+            "issuers" if namespaced => {
+                let (namespace, name) = name.split_once('.')?;
+                (!namespace.is_empty() && !name.is_empty()).then(|| SignerRef {
+                    kind: IssuerKind::Issuer,
+                    namespace: Some(namespace.to_string()),
+                    name: name.to_string(),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The signer name of an issuer: the inverse of [`Self::parse`].
+    pub fn signer_name(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("issuers.{GROUP}/{ns}.{}", self.name),
+            None => format!("clusterissuers.{GROUP}/{}", self.name),
+        }
+    }
+
+    /// What the API server's NotFound error says of a missing one.
+    pub fn not_found(&self) -> String {
+        let plural = match self.kind {
+            IssuerKind::Issuer => "issuers",
+            IssuerKind::ClusterIssuer => "clusterissuers",
+        };
+        format!("{plural}.{GROUP} {:?} not found", self.name)
+    }
+
+    /// `ClusterIssuer name` or `Issuer namespace/name`.
+    pub fn describe(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(name: &str) -> Option<SignerRef> {
+        Some(SignerRef {
+            kind: IssuerKind::ClusterIssuer,
+            namespace: None,
+            name: name.into(),
+        })
+    }
+
+    fn issuer(ns: &str, name: &str) -> Option<SignerRef> {
+        Some(SignerRef {
+            kind: IssuerKind::Issuer,
+            namespace: Some(ns.into()),
+            name: name.into(),
+        })
+    }
+
+    #[test]
+    fn parse_table() {
+        // (signer name, namespaced signers on, want)
+        let cases = [
+            (
+                "clusterissuers.cfssl-issuer.wikimedia.org/ca",
+                true,
+                cluster("ca"),
+            ),
+            (
+                "clusterissuers.cfssl-issuer.wikimedia.org/ca.internal",
+                true,
+                cluster("ca.internal"),
+            ),
+            (
+                "clusterissuers.cfssl-issuer.wikimedia.org/ca",
+                false,
+                cluster("ca"),
+            ),
+            (
+                "issuers.cfssl-issuer.wikimedia.org/team-a.ca",
+                true,
+                issuer("team-a", "ca"),
+            ),
+            (
+                "issuers.cfssl-issuer.wikimedia.org/team-a.ca.v2",
+                true,
+                issuer("team-a", "ca.v2"),
+            ),
+            ("issuers.cfssl-issuer.wikimedia.org/team-a.ca", false, None),
+            ("issuers.cfssl-issuer.wikimedia.org/ca", true, None),
+            ("issuers.cfssl-issuer.wikimedia.org/.ca", true, None),
+            ("issuers.cfssl-issuer.wikimedia.org/team-a.", true, None),
+            ("clusterissuers.cfssl-issuer.wikimedia.org/", true, None),
+            ("clusterissuers.cfssl-issuer.wikimedia.org/a/b", true, None),
+            ("clusterissuers.cert-manager.io/ca", true, None),
+            ("issuers.cert-manager.io/team-a.ca", true, None),
+            ("certificaterequests.cfssl-issuer.wikimedia.org/ca", true, None),
+            ("kubernetes.io/kube-apiserver-client", true, None),
+            ("example.com/x", true, None),
+            ("clusterissuers.cfssl-issuer.wikimedia.org", true, None),
+            ("", true, None),
+        ];
+        for (name, namespaced, want) in cases {
+            assert_eq!(
+                SignerRef::parse(name, namespaced),
+                want,
+                "{name} namespaced={namespaced}"
+            );
+        }
+    }
+
+    #[test]
+    fn signer_names_round_trip_and_describe() {
+        for (name, described, missing) in [
+            (
+                "clusterissuers.cfssl-issuer.wikimedia.org/ca.internal",
+                "ClusterIssuer ca.internal",
+                "clusterissuers.cfssl-issuer.wikimedia.org \"ca.internal\" not found",
+            ),
+            (
+                "issuers.cfssl-issuer.wikimedia.org/team-a.ca",
+                "Issuer team-a/ca",
+                "issuers.cfssl-issuer.wikimedia.org \"ca\" not found",
+            ),
+        ] {
+            let signer = SignerRef::parse(name, true).expect(name);
+            assert_eq!(signer.signer_name(), name);
+            assert_eq!(signer.describe(), described);
+            assert_eq!(signer.not_found(), missing);
+        }
+    }
+}
