@@ -212,6 +212,7 @@ pub fn field_manager_of(path: &str) -> &'static str {
     let plural = path.rsplit('/').nth(1).unwrap_or_default();
     match plural {
         "certificaterequests" => "cfssl-issuer-certificaterequest",
+        "certificatesigningrequests" => "cfssl-issuer-certificatesigningrequest",
         "issuers" => "cfssl-issuer-issuer",
         "clusterissuers" => "cfssl-issuer-clusterissuer",
         "certificates" => panic!("five controllers write a Certificate's status: name the manager"),
