@@ -503,6 +503,105 @@ fn leader_election_grants(namespace: &str) -> BTreeSet<Grant> {
     )
 }
 
+/// Which Kubernetes CertificateSigningRequests an install signs: the chart's `kubernetesCSR`
+/// values, kustomize's `no-kubernetes-csr*` components.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum KubernetesCsr {
+    /// `--disable-kubernetes-csr-controller`: no CSR controller, no CSR RBAC.
+    Off,
+    /// `--disable-kubernetes-csr-namespaced-signers`: `clusterissuers.…/<name>` only.
+    ClusterSigners,
+    /// The default: ClusterIssuers and, after a SubjectAccessReview, namespaced Issuers.
+    AllSigners,
+}
+
+/// What the CSR controller needs: read CSRs, apply their status, `sign` for our signer names
+/// (kube-apiserver's check on setting `status.certificate`), and for namespaced signers
+/// SubjectAccessReviews of the requester.
+fn kubernetes_csr_grants(csr: KubernetesCsr) -> BTreeSet<Grant> {
+    if csr == KubernetesCsr::Off {
+        return BTreeSet::new();
+    }
+    let mut set = grants(
+        "*",
+        &[
+            (
+                "certificates.k8s.io",
+                &["certificatesigningrequests"],
+                &["get", "list", "watch"],
+            ),
+            (
+                "certificates.k8s.io",
+                &["certificatesigningrequests/status"],
+                &["patch"],
+            ),
+        ],
+    );
+    let mut signers = vec!["clusterissuers.cfssl-issuer.wikimedia.org/*"];
+    if csr == KubernetesCsr::AllSigners {
+        signers.push("issuers.cfssl-issuer.wikimedia.org/*");
+        set.extend(grants(
+            "*",
+            &[("authorization.k8s.io", &["subjectaccessreviews"], &["create"])],
+        ));
+    }
+    for signer in signers {
+        set.insert((
+            "*".into(),
+            "certificates.k8s.io".into(),
+            "signers".into(),
+            "sign".into(),
+            signer.into(),
+        ));
+    }
+    set
+}
+
+/// The manager's CSR flags say what its RBAC allows, and no role in `docs` grants more
+/// about CSRs or SubjectAccessReviews than the controller needs.
+fn assert_kubernetes_csr(docs: &[Value], csr: KubernetesCsr) {
+    let deploy = one(docs, "Deployment");
+    let args = strings(&deploy["spec"]["template"]["spec"]["containers"][0]["args"]);
+    let flags: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| a.starts_with("--disable-kubernetes-csr"))
+        .collect();
+    let want: &[&str] = match csr {
+        KubernetesCsr::Off => &["--disable-kubernetes-csr-controller"],
+        KubernetesCsr::ClusterSigners => &["--disable-kubernetes-csr-namespaced-signers"],
+        KubernetesCsr::AllSigners => &[],
+    };
+    assert_eq!(flags, want, "the Kubernetes CSR flags in {args:?}");
+    let mut anywhere = BTreeSet::new();
+    for r in kind(docs, "ClusterRole").into_iter().chain(kind(docs, "Role")) {
+        anywhere.extend(
+            expand(r, "*")
+                .into_iter()
+                .filter(|(_, group, ..)| group == "certificates.k8s.io" || group == "authorization.k8s.io"),
+        );
+    }
+    assert_eq!(
+        anywhere,
+        kubernetes_csr_grants(csr),
+        "CSR and SubjectAccessReview rules in every role"
+    );
+}
+
+/// `docs` are the objects of `base` (by kind and name) but for `dropped` ("Kind name").
+fn assert_only_dropped(base: &[Value], docs: &[Value], dropped: &[&str]) {
+    let objects = |docs: &[Value]| -> BTreeSet<String> {
+        docs.iter()
+            .map(|d| format!("{} {}", d["kind"].as_str().unwrap_or_default(), name(d)))
+            .collect()
+    };
+    let (base, docs) = (objects(base), objects(docs));
+    let gone: BTreeSet<&str> = base.difference(&docs).map(String::as_str).collect();
+    assert_eq!(gone, dropped.iter().copied().collect(), "objects dropped");
+    let added: Vec<_> = docs.difference(&base).collect();
+    assert!(added.is_empty(), "objects added: {added:?}");
+}
+
 fn binds(binding: &Value, namespace: &str, sa: &str) -> bool {
     binding["subjects"].as_array().is_some_and(|subjects| {
         subjects
@@ -621,9 +720,16 @@ fn assert_approver(docs: &[Value], cert_manager_ns: &str, cert_manager_sa: &str)
 }
 
 /// The manager's ServiceAccount (the only one rendered) and its exact grants;
-/// `certificate_controllers` is standalone mode's cert-manager Lease namespace, if on.
-fn assert_manager_rbac(docs: &[Value], certificate_controllers: Option<&str>, leader_election: bool) {
+/// `certificate_controllers` is standalone mode's cert-manager Lease namespace, if on; `csr`
+/// which Kubernetes CSRs it signs (checked with the flags that say so).
+fn assert_manager_rbac(
+    docs: &[Value],
+    certificate_controllers: Option<&str>,
+    leader_election: bool,
+    csr: KubernetesCsr,
+) {
     assert_no_wildcards(docs);
+    assert_kubernetes_csr(docs, csr);
     let sa = one(docs, "ServiceAccount");
     let namespace = sa["metadata"]["namespace"]
         .as_str()
@@ -631,6 +737,7 @@ fn assert_manager_rbac(docs: &[Value], certificate_controllers: Option<&str>, le
     let deploy = one(docs, "Deployment");
     assert_eq!(deploy["spec"]["template"]["spec"]["serviceAccountName"], name(sa));
     let mut expected = manager_grants();
+    expected.extend(kubernetes_csr_grants(csr));
     if let Some(lease_namespace) = certificate_controllers {
         expected.extend(certificate_controller_grants(lease_namespace));
     }
@@ -689,7 +796,7 @@ fn kustomize_default_installs_crds_and_a_hardened_least_privilege_manager() {
         "{args:?}"
     );
     assert_binary_accepts(deploy);
-    assert_manager_rbac(&docs, None, true);
+    assert_manager_rbac(&docs, None, true, KubernetesCsr::AllSigners);
     assert_approver(&docs, "cert-manager", "cert-manager");
     let service = one(&docs, "Service");
     assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
@@ -714,7 +821,7 @@ fn overlay_with(test: &str, components: &[&str]) -> Vec<Value> {
 #[test]
 fn kustomize_certificate_controllers_component_adds_exactly_their_rbac() {
     let docs = overlay_with("certificate-controllers", &["certificate-controllers"]);
-    assert_manager_rbac(&docs, Some("kube-system"), true);
+    assert_manager_rbac(&docs, Some("kube-system"), true, KubernetesCsr::AllSigners);
 }
 
 /// The component is standalone mode whole: the flag (with the Lease namespace its Role is in),
@@ -739,6 +846,52 @@ fn kustomize_certificate_controllers_component_is_standalone_mode() {
 #[test]
 fn kustomize_default_is_not_standalone_mode() {
     assert_standalone_parts(&kustomize(&repo().join("config/default")), false, false);
+}
+
+/// config/default with `components`: the manager's RBAC for `csr`, a hardened pod whose
+/// arguments the binary accepts, and no other object added or dropped than those `dropped`.
+fn assert_kustomize_kubernetes_csr(test: &str, components: &[&str], csr: KubernetesCsr, dropped: &[&str]) {
+    let docs = overlay_with(test, components);
+    assert_manager_rbac(&docs, None, true, csr);
+    let deploy = one(&docs, "Deployment");
+    assert_hardened(deploy, true);
+    assert_binary_accepts(deploy);
+    assert_only_dropped(&kustomize(&repo().join("config/default")), &docs, dropped);
+}
+
+#[test]
+fn kustomize_no_kubernetes_csr_component_drops_the_controller_and_its_rbac() {
+    assert_kustomize_kubernetes_csr(
+        "no-kubernetes-csr",
+        &["no-kubernetes-csr"],
+        KubernetesCsr::Off,
+        &[
+            "ClusterRole cfssl-issuer-kubernetes-csr-role",
+            "ClusterRoleBinding cfssl-issuer-kubernetes-csr-rolebinding",
+        ],
+    );
+}
+
+#[test]
+fn kustomize_no_kubernetes_csr_namespaced_signers_component_signs_for_clusterissuers_only() {
+    assert_kustomize_kubernetes_csr(
+        "no-kubernetes-csr-namespaced-signers",
+        &["no-kubernetes-csr-namespaced-signers"],
+        KubernetesCsr::ClusterSigners,
+        &[],
+    );
+}
+
+/// The off-switch composes with standalone mode: neither undoes the other's RBAC or flags.
+#[test]
+fn kustomize_no_kubernetes_csr_component_composes_with_standalone_mode() {
+    let docs = overlay_with(
+        "no-kubernetes-csr-standalone",
+        &["certificate-controllers", "no-kubernetes-csr"],
+    );
+    assert_manager_rbac(&docs, Some("kube-system"), true, KubernetesCsr::Off);
+    assert_standalone_parts(&docs, true, true);
+    assert_binary_accepts(one(&docs, "Deployment"));
 }
 
 /// What only standalone mode may have: `--certificate-controllers`, any write to Secrets,
@@ -979,7 +1132,7 @@ fn chart_defaults_match_the_kustomize_install() {
         assert_eq!(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep");
     }
     assert_hardened(one(&docs, "Deployment"), true);
-    assert_manager_rbac(&docs, None, true);
+    assert_manager_rbac(&docs, None, true, KubernetesCsr::AllSigners);
     assert_standalone_parts(&docs, false, false);
     assert_approver(&docs, "cert-manager", "cert-manager");
     let kustomized = kustomize(&repo().join("config/default"));
@@ -1006,7 +1159,7 @@ fn chart_full_values_render_every_option() {
     let deploy = one(&docs, "Deployment");
     assert_hardened(deploy, true);
     assert_binary_accepts(deploy);
-    assert_manager_rbac(&docs, Some("cert-manager"), true);
+    assert_manager_rbac(&docs, Some("cert-manager"), true, KubernetesCsr::ClusterSigners);
     assert_standalone_parts(&docs, true, false);
     assert_approver(&docs, "cert-manager-system", "cert-manager-controller");
     assert_eq!(deploy["spec"]["replicas"], 2);
@@ -1092,8 +1245,10 @@ fn chart_defers_issuers_until_their_crds_are_served() {
 #[test]
 fn chart_minimal_values_drop_every_optional_part() {
     let docs = chart_case("minimal");
-    assert_hardened(one(&docs, "Deployment"), false);
-    assert_manager_rbac(&docs, None, false);
+    let deploy = one(&docs, "Deployment");
+    assert_hardened(deploy, false);
+    assert_binary_accepts(deploy);
+    assert_manager_rbac(&docs, None, false, KubernetesCsr::Off);
     for absent in [
         "CustomResourceDefinition",
         "Role",
@@ -1111,6 +1266,37 @@ fn chart_minimal_values_drop_every_optional_part() {
     );
 }
 
+/// `case` renders the default install but for the CSR objects `dropped` (and the flag).
+fn assert_chart_kubernetes_csr(case: &str, csr: KubernetesCsr, dropped: &[&str]) {
+    let docs = chart_case(case);
+    assert_manager_rbac(&docs, None, true, csr);
+    let deploy = one(&docs, "Deployment");
+    assert_hardened(deploy, true);
+    assert_binary_accepts(deploy);
+    assert_only_dropped(&chart_case("default"), &docs, dropped);
+}
+
+#[test]
+fn chart_kubernetes_csr_disabled_drops_the_controller_and_its_rbac() {
+    assert_chart_kubernetes_csr(
+        "no-kubernetes-csr",
+        KubernetesCsr::Off,
+        &[
+            "ClusterRole cfssl-issuer-kubernetes-csr",
+            "ClusterRoleBinding cfssl-issuer-kubernetes-csr",
+        ],
+    );
+}
+
+#[test]
+fn chart_kubernetes_csr_without_namespaced_signers_signs_for_clusterissuers_only() {
+    assert_chart_kubernetes_csr(
+        "kubernetes-csr-cluster-signers",
+        KubernetesCsr::ClusterSigners,
+        &[],
+    );
+}
+
 /// Standalone mode with its defaults: the flags at the binary's defaults, cert-manager's CRDs
 /// (kept on uninstall, as ours), Secret writes and the Lease Role in kube-system.
 #[test]
@@ -1123,7 +1309,7 @@ fn chart_standalone_values_install_cert_manager_crds_and_grant_secret_writes() {
     for crd in kind(&docs, "CustomResourceDefinition") {
         assert_eq!(crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep");
     }
-    assert_manager_rbac(&docs, Some("kube-system"), true);
+    assert_manager_rbac(&docs, Some("kube-system"), true, KubernetesCsr::AllSigners);
     let deploy = one(&docs, "Deployment");
     assert_hardened(deploy, true);
     assert_binary_accepts(deploy);
@@ -1140,7 +1326,13 @@ fn chart_standalone_values_install_cert_manager_crds_and_grant_secret_writes() {
 
 #[test]
 fn chart_cases_without_standalone_mode_have_none_of_its_parts() {
-    for case in ["default", "minimal", "deferred-issuers"] {
+    for case in [
+        "default",
+        "minimal",
+        "deferred-issuers",
+        "no-kubernetes-csr",
+        "kubernetes-csr-cluster-signers",
+    ] {
         assert_standalone_parts(&chart_case(case), false, false);
     }
 }
