@@ -52,6 +52,13 @@ fn decide_table() {
         reason: "CAUnreachable".into(),
         message: "connection refused".into(),
     };
+    let denied_reference = Invalid {
+        reason: reason::DENIED_REFERENCE,
+        message: "Requester may not reference Namespaced Issuer team-a/ca: it needs verb \"reference\" on \
+                  \"signers\" in API group \"cfssl-issuer.wikimedia.org\", resource name \"ca\" or all names, \
+                  in namespace \"team-a\""
+            .into(),
+    };
     let (c, n) = (cluster(), namespaced());
     // (row, csr, signer, issuer, access, want)
     let cases: Vec<(&str, CsrView, &SignerRef, IssuerReadiness, Access, Step)> = vec![
@@ -149,13 +156,7 @@ fn decide_table() {
             &n,
             Ready,
             Refused,
-            Step::Fail(Invalid {
-                reason: reason::DENIED_REFERENCE,
-                message: "Requester may not reference Namespaced Issuer team-a/ca: it needs verb \"reference\" on \
-                          \"signers\" in API group \"cfssl-issuer.wikimedia.org\", resource name \"ca\" or all names, \
-                          in namespace \"team-a\""
-                    .into(),
-            }),
+            Step::Fail(denied_reference.clone()),
         ),
         (
             "namespaced, refused wins over a bad duration",
@@ -163,13 +164,7 @@ fn decide_table() {
             &n,
             Ready,
             Refused,
-            Step::Fail(Invalid {
-                reason: reason::DENIED_REFERENCE,
-                message: "Requester may not reference Namespaced Issuer team-a/ca: it needs verb \"reference\" on \
-                          \"signers\" in API group \"cfssl-issuer.wikimedia.org\", resource name \"ca\" or all names, \
-                          in namespace \"team-a\""
-                    .into(),
-            }),
+            Step::Fail(denied_reference.clone()),
         ),
     ];
     for (row, csr, signer, issuer, access, want) in cases {
