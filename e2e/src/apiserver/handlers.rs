@@ -11,14 +11,16 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{
-    Shared, convert,
+    Shared,
+    access::{self, Caller},
+    convert,
     error::{ApiError, ApiResult, Reason},
     http::{Query, Target, json_response},
     negotiate::Output,
     patch::{self, PatchKind},
     resources::ResourceType,
     selector::{FieldSelector, LabelSelector},
-    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since},
+    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since, WriteOptions},
     watch::{self as watch_stream, WatchSpec},
 };
 
@@ -30,6 +32,7 @@ pub(super) struct Req<'a> {
     pub output: Output,
     pub headers: HeaderMap,
     pub body: Bytes,
+    pub caller: Caller,
 }
 
 /// Continue tokens carry the first page's resourceVersion and the last key served.
@@ -67,6 +70,23 @@ impl Req<'_> {
 
     fn rt(&self) -> &ResourceType {
         &self.target.rt
+    }
+
+    /// The query's options, with the caller as the requester kinds like CSRs record.
+    fn write_options(&self) -> WriteOptions {
+        let mut opts = self.query.write_options();
+        if let Caller::User(user) = &self.caller {
+            opts.requester = Some(user.clone());
+        }
+        opts
+    }
+
+    /// `POST subjectaccessreviews`: answered from the test's allow-list, never stored.
+    pub fn review(&self) -> ApiResult<Response> {
+        let body = self.decode_body()?;
+        let rules = self.shared.access.lock().expect("access lock").clone();
+        let answer = access::review(&rules, body)?;
+        Ok(json_response(StatusCode::CREATED, &answer))
     }
 
     fn respond(&self, status: StatusCode, stored: Value) -> ApiResult<Response> {
@@ -220,7 +240,7 @@ impl Req<'_> {
         let obj = self.decode_body()?;
         let created = self
             .store()
-            .create(self.rt(), self.target.ns(), obj, &self.query.write_options())?;
+            .create(self.rt(), self.target.ns(), obj, &self.write_options())?;
         self.respond(StatusCode::CREATED, created)
     }
 
@@ -233,7 +253,7 @@ impl Req<'_> {
             t.name(),
             obj,
             t.sub,
-            &self.query.write_options(),
+            &self.write_options(),
         )?;
         self.respond(StatusCode::OK, updated)
     }
@@ -250,7 +270,7 @@ impl Req<'_> {
         if kind == PatchKind::Apply {
             return self.apply();
         }
-        let (t, opts) = (&self.target, self.query.write_options());
+        let (t, opts) = (&self.target, self.write_options());
         let body = &self.body;
         let is_custom = self.rt().crd.is_some();
         let patched = self
@@ -280,7 +300,7 @@ impl Req<'_> {
                 ApiError::bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
             })?;
         let config = self.decode_body()?;
-        let opts = self.query.write_options();
+        let opts = self.write_options();
         let t = &self.target;
         let req = ApplyRequest {
             manager,

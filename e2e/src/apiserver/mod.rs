@@ -47,6 +47,7 @@
 //! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
 //!   schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
 
+mod access;
 mod apply;
 mod control;
 mod convert;
@@ -77,6 +78,7 @@ use std::{
 
 use tokio::{net::TcpListener, sync::watch as signal, task::JoinHandle};
 
+pub use self::access::AccessRule;
 pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use self::{faults::Faults, store::Store, tls::ServingCert};
 
@@ -159,6 +161,8 @@ pub(crate) struct Shared {
     /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
     address: String,
     bookmark_interval: Duration,
+    /// What SubjectAccessReviews allow (`TestServer::allow_access`).
+    access: Mutex<Vec<AccessRule>>,
 }
 
 impl Shared {
@@ -232,6 +236,7 @@ impl TestServer {
             users: Default::default(),
             address,
             bookmark_interval: options.bookmark_interval,
+            access: Mutex::default(),
         });
         let (shutdown, stopped) = signal::channel(false);
         let app = http::router(Arc::clone(&shared));
@@ -307,6 +312,17 @@ impl TestServer {
             .expect("users lock")
             .insert(token, name.into());
         Ok(())
+    }
+
+    /// Grants what `rule` describes to SubjectAccessReviews from now on; a review no rule
+    /// grants is answered `allowed: false`.
+    pub fn allow_access(&self, rule: AccessRule) {
+        self.shared.access.lock().expect("access lock").push(rule);
+    }
+
+    /// Forgets every [`AccessRule`]: all reviews are denied again.
+    pub fn clear_access(&self) {
+        self.shared.access.lock().expect("access lock").clear();
     }
 
     /// Every request of the added users so far, in the order received.
