@@ -18,9 +18,10 @@ use super::{
     http::{Query, Target, json_response},
     negotiate::Output,
     patch::{self, PatchKind},
-    resources::ResourceType,
+    protobuf,
+    resources::{ResourceType, csr},
     selector::{FieldSelector, LabelSelector},
-    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since, WriteOptions},
+    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since, Sub, WriteOptions},
     watch::{self as watch_stream, WatchSpec},
 };
 
@@ -106,6 +107,9 @@ impl Req<'_> {
     /// The request body as JSON, or YAML when the content type says so.
     fn decode_body(&self) -> ApiResult<Value> {
         let content_type = self.header(header::CONTENT_TYPE);
+        if content_type.contains("protobuf") {
+            return self.decode_protobuf(content_type);
+        }
         let text =
             std::str::from_utf8(&self.body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
         // kube-rs sends apply bodies as JSON under the YAML content type; JSON is YAML, so
@@ -120,6 +124,18 @@ impl Req<'_> {
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
         }
         serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
+    }
+
+    /// Protobuf only where client-go's typed clients send it and this server reads it: a
+    /// CSR's `/approval` and `/status` (kubectl certificate approve|deny).
+    fn decode_protobuf(&self, content_type: &str) -> ApiResult<Value> {
+        if csr::is_csr(self.rt()) && self.target.sub != Sub::Main {
+            return protobuf::csr_to_json(&self.body);
+        }
+        Err(ApiError::new(
+            Reason::UnsupportedMediaType,
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; given {content_type}"),
+        ))
     }
 
     pub fn get(&self) -> ApiResult<Response> {

@@ -61,6 +61,7 @@ mod meta;
 mod negotiate;
 mod openapi;
 mod patch;
+mod protobuf;
 mod resources;
 mod schema;
 mod selector;
