@@ -55,7 +55,11 @@ fn invalid(result: Result<CertificateSigningRequest, kube::Error>) -> Vec<(Strin
         Err(kube::Error::Api(status)) => status,
         other => panic!("expected 422 Invalid, got {other:?}"),
     };
-    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"), "{status:?}");
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (422, "Invalid"),
+        "{status:?}"
+    );
     status
         .details
         .map(|d| d.causes.into_iter().map(|c| (c.field, c.reason)).collect())
@@ -93,9 +97,14 @@ async fn patch_sub(
 }
 
 async fn approve(h: &Harness, name: &str) {
-    patch_sub(h, "approval", name, json!({ "status": { "conditions": [approved()] } }))
-        .await
-        .expect("approved");
+    patch_sub(
+        h,
+        "approval",
+        name,
+        json!({ "status": { "conditions": [approved()] } }),
+    )
+    .await
+    .expect("approved");
 }
 
 /// A self-signed certificate, PEM, for `status.certificate`.
@@ -288,7 +297,13 @@ async fn approved_denied_and_failed_must_be_true() {
     let name = create_valid(&h).await;
     for type_ in ["Approved", "Denied", "Failed"] {
         let condition = json!({ "type": type_, "status": "False", "reason": "R" });
-        let result = patch_sub(&h, "approval", &name, json!({ "status": { "conditions": [condition] } })).await;
+        let result = patch_sub(
+            &h,
+            "approval",
+            &name,
+            json!({ "status": { "conditions": [condition] } }),
+        )
+        .await;
         assert_eq!(
             invalid(result),
             [cause("status.conditions[0].status", "FieldValueNotSupported")],
@@ -303,11 +318,14 @@ async fn approved_and_denied_are_exclusive() {
     let h = start().await;
     let name = create_valid(&h).await;
     let denied = json!({ "type": "Denied", "status": "True" });
-    let result = patch_sub(&h, "approval", &name, json!({ "status": { "conditions": [approved(), denied] } })).await;
-    assert_eq!(
-        invalid(result),
-        [cause("status.conditions", "FieldValueInvalid")]
-    );
+    let result = patch_sub(
+        &h,
+        "approval",
+        &name,
+        json!({ "status": { "conditions": [approved(), denied] } }),
+    )
+    .await;
+    assert_eq!(invalid(result), [cause("status.conditions", "FieldValueInvalid")]);
 }
 
 /// validation.go (allowDuplicateConditionTypes false): condition types are unique.
@@ -315,7 +333,13 @@ async fn approved_and_denied_are_exclusive() {
 async fn condition_types_are_unique() {
     let h = start().await;
     let name = create_valid(&h).await;
-    let result = patch_sub(&h, "approval", &name, json!({ "status": { "conditions": [approved(), approved()] } })).await;
+    let result = patch_sub(
+        &h,
+        "approval",
+        &name,
+        json!({ "status": { "conditions": [approved(), approved()] } }),
+    )
+    .await;
     assert_eq!(
         invalid(result),
         [cause("status.conditions[1].type", "FieldValueDuplicate")]
@@ -349,7 +373,8 @@ async fn status_keeps_spec_and_approval_conditions() {
     approve(&h, &name).await;
     let failed = json!({ "type": "Failed", "status": "True", "reason": "R" });
     let denied = json!({ "type": "Denied", "status": "True" });
-    let patch = json!({ "spec": { "signerName": "example.com/x" }, "status": { "conditions": [failed, denied] } });
+    let patch =
+        json!({ "spec": { "signerName": "example.com/x" }, "status": { "conditions": [failed, denied] } });
     let updated = patch_sub(&h, "status", &name, patch).await.unwrap();
     assert_eq!(condition_types(&updated), ["Approved", "Failed"]);
     assert_eq!(updated.spec.signer_name, SIGNER);
@@ -362,11 +387,19 @@ async fn status_fills_condition_timestamps() {
     let h = start().await;
     let name = create_valid(&h).await;
     let failed = json!({ "type": "Failed", "status": "True", "reason": "R" });
-    let updated = patch_sub(&h, "status", &name, json!({ "status": { "conditions": [failed] } }))
-        .await
-        .unwrap();
+    let updated = patch_sub(
+        &h,
+        "status",
+        &name,
+        json!({ "status": { "conditions": [failed] } }),
+    )
+    .await
+    .unwrap();
     let c = &updated.status.unwrap().conditions.unwrap()[0];
-    assert!(c.last_update_time.is_some() && c.last_transition_time.is_some(), "{c:?}");
+    assert!(
+        c.last_update_time.is_some() && c.last_transition_time.is_some(),
+        "{c:?}"
+    );
 }
 
 /// validation.go (validateCertificateSigningRequestUpdate): an update may not remove a Failed
@@ -376,9 +409,14 @@ async fn failed_cannot_be_removed() {
     let h = start().await;
     let name = create_valid(&h).await;
     let failed = json!({ "type": "Failed", "status": "True", "reason": "R" });
-    patch_sub(&h, "status", &name, json!({ "status": { "conditions": [failed] } }))
-        .await
-        .unwrap();
+    patch_sub(
+        &h,
+        "status",
+        &name,
+        json!({ "status": { "conditions": [failed] } }),
+    )
+    .await
+    .unwrap();
     let result = patch_sub(&h, "status", &name, json!({ "status": { "conditions": [] } })).await;
     assert_eq!(
         invalid(result),
@@ -399,7 +437,13 @@ async fn certificate_must_be_pem_certificate_blocks() {
         1,
     );
     for bad in ["no PEM here".to_string(), key, with_header] {
-        let result = patch_sub(&h, "status", &name, json!({ "status": { "certificate": b64(&bad) } })).await;
+        let result = patch_sub(
+            &h,
+            "status",
+            &name,
+            json!({ "status": { "certificate": b64(&bad) } }),
+        )
+        .await;
         assert_eq!(
             invalid(result),
             [cause("status.certificate", "FieldValueInvalid")],
@@ -407,9 +451,14 @@ async fn certificate_must_be_pem_certificate_blocks() {
         );
     }
     let chain = certificate_pem("leaf") + &certificate_pem("intermediate");
-    patch_sub(&h, "status", &name, json!({ "status": { "certificate": b64(&chain) } }))
-        .await
-        .expect("a chain of CERTIFICATE blocks is accepted");
+    patch_sub(
+        &h,
+        "status",
+        &name,
+        json!({ "status": { "certificate": b64(&chain) } }),
+    )
+    .await
+    .expect("a chain of CERTIFICATE blocks is accepted");
 }
 
 /// validation.go (allowResettingCertificate false): once set, the certificate cannot change.
@@ -462,7 +511,10 @@ async fn status_apply_merges_conditions_by_type() {
         "status": { "conditions": [{ "type": "Failed", "status": "True", "reason": "Boom", "message": "m" }] },
     });
     let pp = PatchParams::apply("cfssl-issuer-certificatesigningrequest").force();
-    let updated = csrs(&h).patch_status(&name, &pp, &Patch::Apply(&apply)).await.unwrap();
+    let updated = csrs(&h)
+        .patch_status(&name, &pp, &Patch::Apply(&apply))
+        .await
+        .unwrap();
     assert_eq!(condition_types(&updated), ["Approved", "Failed"]);
     let entries = updated.metadata.managed_fields.unwrap();
     let mine = entries
@@ -498,7 +550,10 @@ async fn discovery_lists_csrs_and_access_reviews() {
             .unwrap_or_else(|| panic!("{name} not in {list}"))
     };
     let csr = entry(&list, "certificatesigningrequests");
-    assert_eq!((csr["namespaced"].clone(), csr["shortNames"].clone()), (json!(false), json!(["csr"])));
+    assert_eq!(
+        (csr["namespaced"].clone(), csr["shortNames"].clone()),
+        (json!(false), json!(["csr"]))
+    );
     for sub in ["status", "approval"] {
         let e = entry(&list, &format!("certificatesigningrequests/{sub}"));
         assert_eq!(e["verbs"], json!(["get", "patch", "update"]));
@@ -550,8 +605,14 @@ async fn kubectl_approves_and_denies() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("REQUESTOR") && text.contains("CONDITION"), "{text}");
-    let row = text.lines().find(|l| l.starts_with(&first.name)).unwrap_or_default();
-    assert!(row.contains(SIGNER) && row.contains("alice") && row.ends_with("Approved"), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&first.name))
+        .unwrap_or_default();
+    assert!(
+        row.contains(SIGNER) && row.contains("alice") && row.ends_with("Approved"),
+        "{text}"
+    );
 }
 
 /// Watches see a request created, then approved.
@@ -562,10 +623,18 @@ async fn watch_sees_creation_and_approval() {
     let mut stream = Box::pin(stream);
     let name = create_valid(&h).await;
     let within = Duration::from_secs(5);
-    let added = tokio::time::timeout(within, stream.try_next()).await.unwrap().unwrap().unwrap();
+    let added = tokio::time::timeout(within, stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(added.metadata.name.as_deref(), Some(name.as_str()));
     approve(&h, &name).await;
-    let modified = tokio::time::timeout(within, stream.try_next()).await.unwrap().unwrap().unwrap();
+    let modified = tokio::time::timeout(within, stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(modified.metadata.name.as_deref(), Some(name.as_str()));
     assert_eq!(condition_types(&modified), ["Approved"]);
 }
@@ -599,13 +668,25 @@ async fn access_reviews_answer_from_the_allow_list() {
             .namespace("team-a")
             .name("ca"),
     );
-    let answer = post_review(&h.client, &review("alice", &[], "team-a", "ca")).await.unwrap();
+    let answer = post_review(&h.client, &review("alice", &[], "team-a", "ca"))
+        .await
+        .unwrap();
     assert_eq!(answer["status"]["allowed"], true);
     assert!(answer["status"]["reason"].as_str().is_some_and(|r| !r.is_empty()));
     assert_eq!(answer["spec"]["user"], "alice");
-    for (user, ns, name) in [("alice", "team-a", "*"), ("alice", "team-b", "ca"), ("bob", "team-a", "ca")] {
-        let answer = post_review(&h.client, &review(user, &[], ns, name)).await.unwrap();
-        assert_eq!(answer["status"], json!({ "allowed": false }), "{user} {ns} {name}");
+    for (user, ns, name) in [
+        ("alice", "team-a", "*"),
+        ("alice", "team-b", "ca"),
+        ("bob", "team-a", "ca"),
+    ] {
+        let answer = post_review(&h.client, &review(user, &[], ns, name))
+            .await
+            .unwrap();
+        assert_eq!(
+            answer["status"],
+            json!({ "allowed": false }),
+            "{user} {ns} {name}"
+        );
     }
     assert_eq!(h.server.counts().get(Verb::Create, "subjectaccessreviews"), 4);
 }
@@ -618,7 +699,10 @@ async fn access_reviews_are_validated() {
     let mut both = review("alice", &[], "ns", "x");
     both["spec"]["nonResourceAttributes"] = json!({ "path": "/healthz", "verb": "get" });
     let mut neither = review("alice", &[], "ns", "x");
-    neither["spec"].as_object_mut().unwrap().remove("resourceAttributes");
+    neither["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceAttributes");
     let nobody = review("", &[], "ns", "x");
     let cases = [
         (both, "spec.nonResourceAttributes"),
@@ -643,8 +727,12 @@ async fn access_reviews_are_validated() {
 async fn allow_reference_grants_the_named_signer() {
     let cluster = Cluster::start().await.unwrap();
     let server = cluster.server().expect("in-process");
-    kcsr::allow_reference(&cluster, "team-a", Some("ca"), "alice").await.unwrap();
-    kcsr::allow_reference(&cluster, "team-b", None, "bob").await.unwrap();
+    kcsr::allow_reference(&cluster, "team-a", Some("ca"), "alice")
+        .await
+        .unwrap();
+    kcsr::allow_reference(&cluster, "team-b", None, "bob")
+        .await
+        .unwrap();
     let cases = [
         ("alice", "team-a", "ca", true),
         ("alice", "team-a", "*", false),
@@ -654,7 +742,9 @@ async fn allow_reference_grants_the_named_signer() {
         ("bob", "team-a", "ca", false),
     ];
     for (user, ns, name, want) in cases {
-        let answer = post_review(&cluster.client, &review(user, &[], ns, name)).await.unwrap();
+        let answer = post_review(&cluster.client, &review(user, &[], ns, name))
+            .await
+            .unwrap();
         assert_eq!(answer["status"]["allowed"], want, "{user} {ns} {name}");
     }
     assert_eq!(server.counts().get(Verb::Create, "subjectaccessreviews"), 6);
@@ -675,12 +765,20 @@ async fn wait_helpers_report_issued_and_failed() {
     api.patch_status(&signed.name, &pp, &status(json!({ "certificate": b64(&pem) })))
         .await
         .unwrap();
-    let failed = json!({ "conditions": [{ "type": "Failed", "status": "True", "reason": "Boom", "message": "no" }] });
-    api.patch_status(&failing.name, &pp, &status(failed)).await.unwrap();
+    let failed =
+        json!({ "conditions": [{ "type": "Failed", "status": "True", "reason": "Boom", "message": "no" }] });
+    api.patch_status(&failing.name, &pp, &status(failed))
+        .await
+        .unwrap();
     let timeout = Duration::from_secs(5);
-    assert_eq!(kcsr::wait_issued(&cluster, &signed.name, timeout).await.unwrap(), pem);
     assert_eq!(
-        kcsr::wait_outcome(&cluster, &failing.name, timeout).await.unwrap(),
+        kcsr::wait_issued(&cluster, &signed.name, timeout).await.unwrap(),
+        pem
+    );
+    assert_eq!(
+        kcsr::wait_outcome(&cluster, &failing.name, timeout)
+            .await
+            .unwrap(),
         Outcome::Failed {
             reason: "Boom".into(),
             message: "no".into()

@@ -134,7 +134,9 @@ impl Req<'_> {
         }
         Err(ApiError::new(
             Reason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; given {content_type}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; given {content_type}"
+            ),
         ))
     }
 
@@ -263,14 +265,9 @@ impl Req<'_> {
     pub fn update(&self) -> ApiResult<Response> {
         let obj = self.decode_body()?;
         let t = &self.target;
-        let updated = self.store().update(
-            self.rt(),
-            t.ns(),
-            t.name(),
-            obj,
-            t.sub,
-            &self.write_options(),
-        )?;
+        let updated = self
+            .store()
+            .update(self.rt(), t.ns(), t.name(), obj, t.sub, &self.write_options())?;
         self.respond(StatusCode::OK, updated)
     }
 

@@ -44,8 +44,16 @@
 //!   so watches replay).
 //! - **Strategic merge patch** knows only the merge keys of the built-in kinds served here, and
 //!   acts as a merge patch on custom resources (a real server answers 415 there).
-//! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
-//!   schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
+//! - **CertificateSigningRequests** (`resources/csr.rs`) follow kube-apiserver's registry and
+//!   validation rules, with `status` and `approval` subresources; the requester recorded on
+//!   create is the caller: the user `Impersonate-User`/`-Group` headers name (impersonation is
+//!   never refused), else an added user, else `kubernetes-admin` (groups `system:masters`,
+//!   `system:authenticated`); without authentication what the body says is kept.
+//! - **SubjectAccessReviews** (`access.rs`) are answered from the rules a test grants with
+//!   [`TestServer::allow_access`]; nothing else is authorized.
+//! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf
+//!   (except the CSR `/approval` and `/status` bodies kubectl sends), aggregated discovery, or
+//!   OpenAPI schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
 
 mod access;
 mod apply;

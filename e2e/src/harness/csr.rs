@@ -200,10 +200,14 @@ pub fn outcome(csr: &CertificateSigningRequest) -> Option<Outcome> {
 /// Waits until `name` has a certificate or a `Failed` condition.
 pub async fn wait_outcome(cluster: &Cluster, name: &str, timeout: Duration) -> anyhow::Result<Outcome> {
     let api = Api::<CertificateSigningRequest>::all(cluster.client.clone());
-    eventually(timeout, &format!("CertificateSigningRequest {name} to be signed or fail"), || {
-        let api = api.clone();
-        async move { api.get(name).await.ok().as_ref().and_then(outcome) }
-    })
+    eventually(
+        timeout,
+        &format!("CertificateSigningRequest {name} to be signed or fail"),
+        || {
+            let api = api.clone();
+            async move { api.get(name).await.ok().as_ref().and_then(outcome) }
+        },
+    )
     .await
 }
 

@@ -61,7 +61,9 @@ fn requested_duration(obj: &Value) -> Value {
 }
 
 fn has_condition(obj: &Value, type_: &str) -> bool {
-    conditions(obj).iter().any(|c| c.get("type").and_then(Value::as_str) == Some(type_))
+    conditions(obj)
+        .iter()
+        .any(|c| c.get("type").and_then(Value::as_str) == Some(type_))
 }
 
 /// kubectl's CONDITION: Denied, Approved or Pending, then `,Failed` and `,Issued`.
@@ -176,7 +178,10 @@ fn set_conditions(obj: &mut Value, list: Vec<Value>) {
 fn fill_timestamps(old: &Value, new: &mut Value) {
     let now = meta::now_rfc3339();
     let before = conditions(old);
-    let Some(list) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut) else {
+    let Some(list) = new
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    else {
         return;
     };
     for c in list.iter_mut().filter(|c| c.is_object()) {
@@ -186,9 +191,12 @@ fn fill_timestamps(old: &Value, new: &mut Value) {
         }
         if missing(c, "lastTransitionTime") {
             let same = before.iter().find(|o| {
-                o.get("type") == c.get("type") && o.get("status") == c.get("status") && !missing(o, "lastTransitionTime")
+                o.get("type") == c.get("type")
+                    && o.get("status") == c.get("status")
+                    && !missing(o, "lastTransitionTime")
             });
-            c["lastTransitionTime"] = same.map_or_else(|| now.clone().into(), |o| o["lastTransitionTime"].clone());
+            c["lastTransitionTime"] =
+                same.map_or_else(|| now.clone().into(), |o| o["lastTransitionTime"].clone());
         }
     }
 }

@@ -72,10 +72,15 @@ fn object_causes(obj: &Value) -> Causes {
     let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
     let mut causes = Causes::new();
     if let Err(why) = check_request(&spec) {
-        causes.push(("spec.request".into(), format!("Invalid value: \"<request>\": {why}")));
+        causes.push((
+            "spec.request".into(),
+            format!("Invalid value: \"<request>\": {why}"),
+        ));
     }
     causes.extend(usage_causes(&spec));
-    causes.extend(signer_causes(spec.get("signerName").and_then(Value::as_str).unwrap_or_default()));
+    causes.extend(signer_causes(
+        spec.get("signerName").and_then(Value::as_str).unwrap_or_default(),
+    ));
     if let Some(secs) = spec.get("expirationSeconds").and_then(Value::as_i64)
         && secs < 600
     {
@@ -124,7 +129,11 @@ fn usage_causes(spec: &Value) -> Causes {
     let usages: Vec<String> = spec
         .get("usages")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(|u| u.as_str().unwrap_or_default().to_string()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|u| u.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
         .unwrap_or_default();
     if usages.is_empty() {
         return vec![("spec.usages".into(), "Required value".into())];
@@ -135,13 +144,19 @@ fn usage_causes(spec: &Value) -> Causes {
         if !USAGES.contains(&usage.as_str()) {
             causes.push((
                 format!("spec.usages[{i}]"),
-                format!("Unsupported value: \"{usage}\": supported values: {}", supported.join(", ")),
+                format!(
+                    "Unsupported value: \"{usage}\": supported values: {}",
+                    supported.join(", ")
+                ),
             ));
         }
     }
     for (i, usage) in usages.iter().enumerate() {
         if usages[..i].contains(usage) {
-            causes.push((format!("spec.usages[{i}]"), format!("Duplicate value: \"{usage}\"")));
+            causes.push((
+                format!("spec.usages[{i}]"),
+                format!("Duplicate value: \"{usage}\""),
+            ));
         }
     }
     causes
@@ -200,7 +215,10 @@ fn condition_causes(obj: &Value) -> Causes {
             let values: Vec<String> = allowed.iter().map(|s| format!("\"{s}\"")).collect();
             causes.push((
                 format!("status.conditions[{i}].status"),
-                format!("Unsupported value: \"{status}\": supported values: {}", values.join(", ")),
+                format!(
+                    "Unsupported value: \"{status}\": supported values: {}",
+                    values.join(", ")
+                ),
             ));
         }
         approved |= type_ == "Approved";
@@ -212,7 +230,10 @@ fn condition_causes(obj: &Value) -> Causes {
             ));
         }
         if seen.iter().any(|t| t == type_) {
-            causes.push((format!("status.conditions[{i}].type"), format!("Duplicate value: \"{type_}\"")));
+            causes.push((
+                format!("status.conditions[{i}].type"),
+                format!("Duplicate value: \"{type_}\""),
+            ));
         }
         seen.push(type_.to_string());
     }
@@ -236,7 +257,8 @@ fn check_certificate(pem_data: &[u8]) -> Result<(), String> {
         if block.headers().iter().next().is_some() {
             return Err("no PEM block headers are permitted".into());
         }
-        X509Certificate::from_der(block.contents()).map_err(|e| format!("x509: malformed certificate: {e}"))?;
+        X509Certificate::from_der(block.contents())
+            .map_err(|e| format!("x509: malformed certificate: {e}"))?;
     }
     if blocks.is_empty() {
         return Err("must contain at least one CERTIFICATE PEM block".into());
@@ -271,7 +293,10 @@ fn transition_causes(old: &Value, new: &Value, part: Part) -> Causes {
             }
         }
     }
-    let (was, is) = (certificate(old).unwrap_or_default(), certificate(new).unwrap_or_default());
+    let (was, is) = (
+        certificate(old).unwrap_or_default(),
+        certificate(new).unwrap_or_default(),
+    );
     if part != Part::Status && was != is {
         causes.push((
             "status.certificate".into(),
