@@ -689,6 +689,16 @@ async fn access_reviews_answer_from_the_allow_list() {
         );
     }
     assert_eq!(h.server.counts().get(Verb::Create, "subjectaccessreviews"), 4);
+    let answered: Vec<(Value, Value)> = h
+        .server
+        .access_reviews()
+        .into_iter()
+        .map(|r| (r["spec"]["resourceAttributes"]["name"].clone(), r["status"]["allowed"].clone()))
+        .collect();
+    assert_eq!(
+        answered,
+        [("ca", true), ("*", false), ("ca", false), ("ca", false)].map(|(n, a)| (json!(n), json!(a)))
+    );
 }
 
 /// pkg/apis/authorization/validation (ValidateSubjectAccessReviewSpec): exactly one of

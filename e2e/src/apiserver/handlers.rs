@@ -87,6 +87,11 @@ impl Req<'_> {
         let body = self.decode_body()?;
         let rules = self.shared.access.lock().expect("access lock").clone();
         let answer = access::review(&rules, body)?;
+        self.shared
+            .reviews
+            .lock()
+            .expect("reviews lock")
+            .push(answer.clone());
         Ok(json_response(StatusCode::CREATED, &answer))
     }
 

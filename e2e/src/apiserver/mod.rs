@@ -172,6 +172,8 @@ pub(crate) struct Shared {
     bookmark_interval: Duration,
     /// What SubjectAccessReviews allow (`TestServer::allow_access`).
     access: Mutex<Vec<AccessRule>>,
+    /// Every SubjectAccessReview answered, with its answer (`TestServer::access_reviews`).
+    reviews: Mutex<Vec<serde_json::Value>>,
 }
 
 impl Shared {
@@ -246,6 +248,7 @@ impl TestServer {
             address,
             bookmark_interval: options.bookmark_interval,
             access: Mutex::default(),
+            reviews: Mutex::default(),
         });
         let (shutdown, stopped) = signal::channel(false);
         let app = http::router(Arc::clone(&shared));
@@ -327,6 +330,11 @@ impl TestServer {
     /// grants is answered `allowed: false`.
     pub fn allow_access(&self, rule: AccessRule) {
         self.shared.access.lock().expect("access lock").push(rule);
+    }
+
+    /// Every SubjectAccessReview answered so far, in order, as answered (spec and status).
+    pub fn access_reviews(&self) -> Vec<serde_json::Value> {
+        self.shared.reviews.lock().expect("reviews lock").clone()
     }
 
     /// Forgets every [`AccessRule`]: all reviews are denied again.
