@@ -693,7 +693,12 @@ async fn access_reviews_answer_from_the_allow_list() {
         .server
         .access_reviews()
         .into_iter()
-        .map(|r| (r["spec"]["resourceAttributes"]["name"].clone(), r["status"]["allowed"].clone()))
+        .map(|r| {
+            (
+                r["spec"]["resourceAttributes"]["name"].clone(),
+                r["status"]["allowed"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         answered,

@@ -148,3 +148,65 @@ pub fn csr_to_json(body: &[u8]) -> ApiResult<Value> {
     }
     Ok(obj)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_field(number: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![u8::try_from(number << 3 | 2).unwrap()];
+        out.push(u8::try_from(payload.len()).unwrap());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn time_of(seconds: u8) -> Vec<u8> {
+        if seconds == 0 {
+            vec![]
+        } else {
+            vec![1 << 3, seconds]
+        }
+    }
+
+    #[test]
+    fn reads_name_resource_version_and_status() {
+        let meta = [
+            bytes_field(1, b"t1"),
+            bytes_field(5, b"uid"),
+            bytes_field(6, b"7"),
+        ]
+        .concat();
+        let condition = [
+            bytes_field(1, b"Approved"),
+            bytes_field(2, b"KubectlApprove"),
+            bytes_field(4, &time_of(100)),
+            bytes_field(5, &time_of(0)),
+            bytes_field(6, b"True"),
+        ]
+        .concat();
+        let status = [bytes_field(1, &condition), bytes_field(2, b"PEM")].concat();
+        let spec = bytes_field(7, b"example.com/x");
+        let raw = [
+            bytes_field(1, &meta),
+            bytes_field(2, &spec),
+            bytes_field(3, &status),
+        ]
+        .concat();
+        let typemeta = bytes_field(1, b"certificates.k8s.io/v1");
+        let body = [MAGIC.to_vec(), bytes_field(1, &typemeta), bytes_field(2, &raw)].concat();
+        assert_eq!(
+            csr_to_json(&body).unwrap(),
+            json!({
+                "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                "metadata": { "name": "t1", "resourceVersion": "7" },
+                "status": {
+                    "conditions": [{ "type": "Approved", "reason": "KubectlApprove", "status": "True",
+                                     "lastUpdateTime": "1970-01-01T00:01:40Z" }],
+                    "certificate": "UEVN",
+                },
+            })
+        );
+        assert!(csr_to_json(b"not k8s").is_err());
+        assert!(csr_to_json(&[MAGIC, &[0x12, 0x05, 0x0a]].concat()).is_err());
+    }
+}
