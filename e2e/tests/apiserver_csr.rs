@@ -497,6 +497,25 @@ async fn approval_changes_only_conditions() {
     assert!(updated.status.unwrap().certificate.is_none());
 }
 
+/// `PUT /approval` with a JSON body (client-go's `UpdateApproval`, kube-rs'
+/// `replace_subresource("approval", ..)`) approves, checked against the resourceVersion sent.
+#[tokio::test]
+async fn approval_accepts_put() {
+    let h = start().await;
+    let name = create_valid(&h).await;
+    let mut current = serde_json::to_value(csrs(&h).get(&name).await.unwrap()).unwrap();
+    current["status"] = json!({ "conditions": [approved()] });
+    let body: CertificateSigningRequest = serde_json::from_value(current).unwrap();
+    let pp = PostParams::default();
+    let updated = csrs(&h)
+        .replace_subresource("approval", &name, &pp, &body)
+        .await
+        .unwrap();
+    assert_eq!(condition_types(&updated), ["Approved"]);
+    let stale = csrs(&h).replace_subresource("approval", &name, &pp, &body).await;
+    assert!(matches!(stale, Err(kube::Error::Api(s)) if s.code == 409));
+}
+
 /// Server-side apply on `/status` merges `status.conditions` by `type` (the Go type's
 /// `+listMapKey=type`): a signer's Failed condition leaves the approver's Approved in place,
 /// and managedFields record the signer's apply to the status subresource.
