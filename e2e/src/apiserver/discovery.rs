@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::resources::{Registry, ResourceType};
+use super::resources::{Registry, ResourceType, csr, is_access_review};
 
 /// The Kubernetes version this server claims to be.
 pub const KUBERNETES_VERSION: (&str, &str) = ("1", "33");
@@ -75,6 +75,9 @@ fn resource_entry(rt: &ResourceType) -> Value {
         "watch",
     ];
     verbs.sort_unstable();
+    if is_access_review(rt) {
+        verbs = vec!["create"];
+    }
     let mut entry = json!({
         "name": rt.plural,
         "singularName": rt.singular,
@@ -105,6 +108,15 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
                 "name": format!("{}/status", rt.plural),
                 "singularName": "",
                 "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+        if csr::is_csr(rt) {
+            resources.push(json!({
+                "name": format!("{}/approval", rt.plural),
+                "singularName": "",
+                "namespaced": false,
                 "kind": rt.kind,
                 "verbs": ["get", "patch", "update"],
             }));

@@ -78,6 +78,23 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// The `StatusCause` reason kube-apiserver gives a field error, read from how its message
+/// starts (`field.Error`'s type string: "Required value", "Unsupported value", ...).
+fn cause_reason(message: &str) -> &'static str {
+    const REASONS: &[(&str, &str)] = &[
+        ("Required value", "FieldValueRequired"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Not found", "FieldValueNotFound"),
+    ];
+    REASONS
+        .iter()
+        .find(|(prefix, _)| message.starts_with(prefix))
+        .map_or("FieldValueInvalid", |(_, reason)| reason)
+}
+
 impl ApiError {
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         ApiError {
@@ -133,7 +150,7 @@ impl ApiError {
         let (kind, group) = kind_qualified.split_once('.').unwrap_or((kind_qualified, ""));
         let causes: Vec<Value> = causes
             .iter()
-            .map(|(field, message)| json!({ "reason": "FieldValueInvalid", "message": message, "field": field }))
+            .map(|(field, message)| json!({ "reason": cause_reason(message), "message": message, "field": field }))
             .collect();
         err.details = Some(json!({ "name": name, "group": group, "kind": kind, "causes": causes }));
         err

@@ -11,14 +11,17 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{
-    Shared, convert,
+    Shared,
+    access::{self, Caller},
+    convert,
     error::{ApiError, ApiResult, Reason},
     http::{Query, Target, json_response},
     negotiate::Output,
     patch::{self, PatchKind},
-    resources::ResourceType,
+    protobuf,
+    resources::{ResourceType, csr},
     selector::{FieldSelector, LabelSelector},
-    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since},
+    store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since, Sub, WriteOptions},
     watch::{self as watch_stream, WatchSpec},
 };
 
@@ -30,6 +33,7 @@ pub(super) struct Req<'a> {
     pub output: Output,
     pub headers: HeaderMap,
     pub body: Bytes,
+    pub caller: Caller,
 }
 
 /// Continue tokens carry the first page's resourceVersion and the last key served.
@@ -69,6 +73,28 @@ impl Req<'_> {
         &self.target.rt
     }
 
+    /// The query's options, with the caller as the requester kinds like CSRs record.
+    fn write_options(&self) -> WriteOptions {
+        let mut opts = self.query.write_options();
+        if let Caller::User(user) = &self.caller {
+            opts.requester = Some(user.clone());
+        }
+        opts
+    }
+
+    /// `POST subjectaccessreviews`: answered from the test's allow-list, never stored.
+    pub fn review(&self) -> ApiResult<Response> {
+        let body = self.decode_body()?;
+        let rules = self.shared.access.lock().expect("access lock").clone();
+        let answer = access::review(&rules, body)?;
+        self.shared
+            .reviews
+            .lock()
+            .expect("reviews lock")
+            .push(answer.clone());
+        Ok(json_response(StatusCode::CREATED, &answer))
+    }
+
     fn respond(&self, status: StatusCode, stored: Value) -> ApiResult<Response> {
         let view = convert::to_view(self.rt(), stored);
         Ok(json_response(status, &self.output.object(self.rt(), view)))
@@ -86,6 +112,9 @@ impl Req<'_> {
     /// The request body as JSON, or YAML when the content type says so.
     fn decode_body(&self) -> ApiResult<Value> {
         let content_type = self.header(header::CONTENT_TYPE);
+        if content_type.contains("protobuf") {
+            return self.decode_protobuf(content_type);
+        }
         let text =
             std::str::from_utf8(&self.body).map_err(|_| ApiError::bad_request("the body is not UTF-8"))?;
         // kube-rs sends apply bodies as JSON under the YAML content type; JSON is YAML, so
@@ -100,6 +129,20 @@ impl Req<'_> {
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
         }
         serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("error decoding JSON: {e}")))
+    }
+
+    /// Protobuf only where client-go's typed clients send it and this server reads it: a
+    /// CSR's `/approval` and `/status` (kubectl certificate approve|deny).
+    fn decode_protobuf(&self, content_type: &str) -> ApiResult<Value> {
+        if csr::is_csr(self.rt()) && self.target.sub != Sub::Main {
+            return protobuf::csr_to_json(&self.body);
+        }
+        Err(ApiError::new(
+            Reason::UnsupportedMediaType,
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; given {content_type}"
+            ),
+        ))
     }
 
     pub fn get(&self) -> ApiResult<Response> {
@@ -220,21 +263,16 @@ impl Req<'_> {
         let obj = self.decode_body()?;
         let created = self
             .store()
-            .create(self.rt(), self.target.ns(), obj, &self.query.write_options())?;
+            .create(self.rt(), self.target.ns(), obj, &self.write_options())?;
         self.respond(StatusCode::CREATED, created)
     }
 
     pub fn update(&self) -> ApiResult<Response> {
         let obj = self.decode_body()?;
         let t = &self.target;
-        let updated = self.store().update(
-            self.rt(),
-            t.ns(),
-            t.name(),
-            obj,
-            t.sub,
-            &self.query.write_options(),
-        )?;
+        let updated = self
+            .store()
+            .update(self.rt(), t.ns(), t.name(), obj, t.sub, &self.write_options())?;
         self.respond(StatusCode::OK, updated)
     }
 
@@ -250,7 +288,7 @@ impl Req<'_> {
         if kind == PatchKind::Apply {
             return self.apply();
         }
-        let (t, opts) = (&self.target, self.query.write_options());
+        let (t, opts) = (&self.target, self.write_options());
         let body = &self.body;
         let is_custom = self.rt().crd.is_some();
         let patched = self
@@ -280,7 +318,7 @@ impl Req<'_> {
                 ApiError::bad_request("PATCH, application/apply-patch+yaml requires fieldManager parameter")
             })?;
         let config = self.decode_body()?;
-        let opts = self.query.write_options();
+        let opts = self.write_options();
         let t = &self.target;
         let req = ApplyRequest {
             manager,

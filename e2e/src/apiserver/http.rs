@@ -18,13 +18,15 @@ use tokio::{net::TcpListener, sync::watch, task::JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 use super::{
-    Shared, control, discovery,
+    Shared,
+    access::{self, Caller},
+    control, discovery,
     error::{ApiError, ApiResult, Reason},
     faults::{AuditEntry, Verb},
     handlers::Req,
     negotiate::negotiate,
     openapi,
-    resources::ResourceType,
+    resources::{ResourceType, csr, is_access_review},
     store::{Sub, WriteOptions},
 };
 
@@ -125,6 +127,7 @@ impl Query {
         WriteOptions {
             dry_run: self.get("dryRun") == Some("All"),
             strict: self.get("fieldValidation") == Some("Strict"),
+            requester: None,
         }
     }
 }
@@ -143,6 +146,19 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> ApiResult<Option<String>> 
         None => Ok(None),
         Some(token) if given == Some(token.as_str()) => Ok(None),
         Some(_) => Err(ApiError::new(Reason::Unauthorized, "Unauthorized")),
+    }
+}
+
+/// Who a request acts as: the user it impersonates, else the added user its token names,
+/// else the kubeconfig's admin; without authentication, nobody in particular.
+fn caller_of(shared: &Shared, user: Option<&str>, headers: &HeaderMap) -> Caller {
+    if let Some(impersonated) = access::impersonated(headers) {
+        return Caller::User(impersonated);
+    }
+    match (user, &shared.token) {
+        (Some(name), _) => Caller::User(access::added_user(name)),
+        (None, Some(_)) => Caller::User(access::admin()),
+        (None, None) => Caller::Anonymous,
     }
 }
 
@@ -167,6 +183,7 @@ impl Target {
         match self.sub {
             Sub::Main => self.rt.plural.clone(),
             Sub::Status => format!("{}/status", self.rt.plural),
+            Sub::Approval => format!("{}/approval", self.rt.plural),
         }
     }
 }
@@ -203,6 +220,7 @@ fn parse_target(shared: &Shared, segments: &[&str]) -> ApiResult<Target> {
     let sub = match sub {
         None => Sub::Main,
         Some("status") if rt.status_subresource => Sub::Status,
+        Some("approval") if csr::is_csr(&rt) => Sub::Approval,
         Some(_) => return Err(ApiError::no_route()),
     };
     Ok(Target {
@@ -234,7 +252,8 @@ fn verb_of(method: &Method, target: &Target, query: &Query) -> ApiResult<Verb> {
     if target.rt.namespaced && target.namespace.is_none() && !collection_only {
         return Err(ApiError::no_route());
     }
-    if target.sub == Sub::Status && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+    let create_only = is_access_review(&target.rt) && verb != Verb::Create;
+    if create_only || (target.sub != Sub::Main && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch)) {
         return Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
         ));
@@ -249,6 +268,7 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
         return Ok((StatusCode::OK, "ok").into_response());
     }
     let user = authorize(shared, request.headers())?;
+    let caller = caller_of(shared, user.as_deref(), request.headers());
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     if let Some(doc) = discovery_doc(shared, &segments)? {
         return Ok(json_response(StatusCode::OK, &doc));
@@ -295,8 +315,10 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
         output,
         headers,
         body,
+        caller,
     };
     match verb {
+        Verb::Create if is_access_review(&req.target.rt) => req.review(),
         Verb::Get => req.get(),
         Verb::List => req.list(),
         Verb::Watch => req.watch(),

@@ -124,6 +124,7 @@ fn subresource(sub: Sub) -> Option<&'static str> {
     match sub {
         Sub::Main => None,
         Sub::Status => Some("status"),
+        Sub::Approval => Some("approval"),
     }
 }
 

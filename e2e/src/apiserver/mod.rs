@@ -44,9 +44,18 @@
 //!   so watches replay).
 //! - **Strategic merge patch** knows only the merge keys of the built-in kinds served here, and
 //!   acts as a merge patch on custom resources (a real server answers 415 there).
-//! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf, aggregated discovery, or OpenAPI
-//!   schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
+//! - **CertificateSigningRequests** (`resources/csr.rs`) follow kube-apiserver's registry and
+//!   validation rules, with `status` and `approval` subresources; the requester recorded on
+//!   create is the caller: the user `Impersonate-User`/`-Group` headers name (impersonation is
+//!   never refused), else an added user, else `kubernetes-admin` (groups `system:masters`,
+//!   `system:authenticated`); without authentication what the body says is kept.
+//! - **SubjectAccessReviews** (`access.rs`) are answered from the rules a test grants with
+//!   [`TestServer::allow_access`]; nothing else is authorized.
+//! - No RBAC (a 403 can be injected as a fault), admission, conversion webhooks, protobuf
+//!   (except the CSR `/approval` and `/status` bodies kubectl sends), aggregated discovery, or
+//!   OpenAPI schemas (OpenAPI v3 is a skeleton that tells kubectl the server validates fields).
 
+mod access;
 mod apply;
 mod control;
 mod convert;
@@ -60,6 +69,7 @@ mod meta;
 mod negotiate;
 mod openapi;
 mod patch;
+mod protobuf;
 mod resources;
 mod schema;
 mod selector;
@@ -77,6 +87,7 @@ use std::{
 
 use tokio::{net::TcpListener, sync::watch as signal, task::JoinHandle};
 
+pub use self::access::AccessRule;
 pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use self::{faults::Faults, store::Store, tls::ServingCert};
 
@@ -159,6 +170,10 @@ pub(crate) struct Shared {
     /// `host:port`, for `/api`'s serverAddressByClientCIDRs.
     address: String,
     bookmark_interval: Duration,
+    /// What SubjectAccessReviews allow (`TestServer::allow_access`).
+    access: Mutex<Vec<AccessRule>>,
+    /// Every SubjectAccessReview answered, with its answer (`TestServer::access_reviews`).
+    reviews: Mutex<Vec<serde_json::Value>>,
 }
 
 impl Shared {
@@ -232,6 +247,8 @@ impl TestServer {
             users: Default::default(),
             address,
             bookmark_interval: options.bookmark_interval,
+            access: Mutex::default(),
+            reviews: Mutex::default(),
         });
         let (shutdown, stopped) = signal::channel(false);
         let app = http::router(Arc::clone(&shared));
@@ -307,6 +324,22 @@ impl TestServer {
             .expect("users lock")
             .insert(token, name.into());
         Ok(())
+    }
+
+    /// Grants what `rule` describes to SubjectAccessReviews from now on; a review no rule
+    /// grants is answered `allowed: false`.
+    pub fn allow_access(&self, rule: AccessRule) {
+        self.shared.access.lock().expect("access lock").push(rule);
+    }
+
+    /// Every SubjectAccessReview answered so far, in order, as answered (spec and status).
+    pub fn access_reviews(&self) -> Vec<serde_json::Value> {
+        self.shared.reviews.lock().expect("reviews lock").clone()
+    }
+
+    /// Forgets every [`AccessRule`]: all reviews are denied again.
+    pub fn clear_access(&self) {
+        self.shared.access.lock().expect("access lock").clear();
     }
 
     /// Every request of the added users so far, in the order received.

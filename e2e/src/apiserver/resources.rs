@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::error::ApiResult;
 
 mod crd;
+pub mod csr;
 
 pub use crd::crd_types;
 
@@ -41,6 +42,8 @@ pub enum ColumnValue {
     JsonPath(String),
     /// Number of entries in the map at this JSONPath (Secret and ConfigMap `DATA`).
     Count(String),
+    /// A value the server's printer computes from the object (CSR `CONDITION`).
+    Computed(fn(&Value) -> Value),
 }
 
 /// One served (group, version, resource).
@@ -266,7 +269,23 @@ fn builtins() -> Vec<ResourceType> {
             vec![path_column("Holder", ".spec.holderIdentity"), age()],
         ),
         crds,
+        csr::csr_type(),
+        builtin(
+            "authorization.k8s.io",
+            "v1",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            &[],
+            false,
+            false,
+            vec![],
+        ),
     ]
+}
+
+/// SubjectAccessReviews are answered, never stored (`access.rs`).
+pub fn is_access_review(rt: &ResourceType) -> bool {
+    rt.group == "authorization.k8s.io" && rt.plural == "subjectaccessreviews"
 }
 
 /// Orders versions the way discovery does: GA before beta before alpha, higher numbers first,

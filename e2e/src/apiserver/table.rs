@@ -110,6 +110,7 @@ fn cell(type_: &str, value: &ColumnValue, obj: &Value, now: Timestamp) -> Value 
             let n = find(path, obj).and_then(Value::as_object).map_or(0, |m| m.len());
             n.into()
         }
+        ColumnValue::Computed(f) => f(obj),
         ColumnValue::JsonPath(path) => match (type_, find(path, obj)) {
             (_, None) => Value::Null,
             ("date", Some(Value::String(s))) => match meta::parse_time(s) {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context as _;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -30,6 +31,7 @@ pub struct Cluster {
 struct Created {
     namespaces: Vec<String>,
     cluster_issuers: Vec<String>,
+    csrs: Vec<String>,
 }
 
 impl Cluster {
@@ -102,6 +104,11 @@ impl Cluster {
             .push(name.into());
     }
 
+    /// Marks a CertificateSigningRequest (cluster-scoped) for removal when the scenario ends.
+    pub fn track_csr(&self, name: &str) {
+        self.created.lock().expect("lock").csrs.push(name.into());
+    }
+
     /// Creates or replaces the credential Secret `name` with `key` (hex) in `namespace`.
     pub async fn put_key_secret(&self, namespace: &str, name: &str, key: &str) -> anyhow::Result<()> {
         let secret: Secret = serde_json::from_value(serde_json::json!({
@@ -133,6 +140,10 @@ impl Drop for Cluster {
                 let dp = DeleteParams::default();
                 for name in &created.cluster_issuers {
                     let _ = Api::<ClusterIssuer>::all(client.clone()).delete(name, &dp).await;
+                }
+                for name in &created.csrs {
+                    let api = Api::<CertificateSigningRequest>::all(client.clone());
+                    let _ = api.delete(name, &dp).await;
                 }
                 for name in &created.namespaces {
                     let _ = Api::<Namespace>::all(client.clone()).delete(name, &dp).await;

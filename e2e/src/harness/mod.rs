@@ -15,6 +15,7 @@ mod ca;
 mod cluster;
 pub mod cpu;
 mod crds;
+pub mod csr;
 pub mod fleet;
 pub mod load;
 mod manager;

@@ -95,7 +95,7 @@ impl Store {
         owned: Value,
         req: &ApplyRequest,
     ) -> ApiResult<(Value, bool)> {
-        if req.sub == Sub::Status {
+        if req.sub != Sub::Main {
             return Err(ApiError::not_found(&rt.qualified(), name));
         }
         let apply = Apply {
@@ -220,7 +220,7 @@ fn apply_scope(rt: &ResourceType, name: &str, sub: Sub, config: Value) -> ApiRes
     let mut owned = apply::owned_part(&config);
     if let Some(map) = owned.as_object_mut() {
         match sub {
-            Sub::Status => map.retain(|k, _| k == "status"),
+            Sub::Status | Sub::Approval => map.retain(|k, _| k == "status"),
             Sub::Main if rt.status_subresource => {
                 map.remove("status");
             }

@@ -39,6 +39,8 @@ pub struct ObjKey {
 pub enum Sub {
     Main,
     Status,
+    /// CertificateSigningRequests' `approval`: conditions only.
+    Approval,
 }
 
 /// A server-side apply manager and the subresource it applied to.
@@ -85,6 +87,9 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// `fieldValidation=Strict`: unknown fields are an error instead of being pruned.
     pub strict: bool,
+    /// Who writes, for kinds that record their requester (CertificateSigningRequests); None
+    /// keeps what the object says.
+    pub requester: Option<super::access::UserInfo>,
 }
 
 /// Who applies, how, and to which part of the object.

@@ -12,7 +12,10 @@ use crate::apiserver::{
     convert,
     error::{ApiError, ApiResult, Reason},
     meta,
-    resources::{ResourceType, crd_types},
+    resources::{
+        ResourceType, crd_types,
+        csr::{self, Part},
+    },
     schema,
 };
 
@@ -132,6 +135,10 @@ impl Store {
         let key = ns_key(rt, ns, &name);
         stamp_new(rt, &mut obj, &name);
         self.validate(rt, &mut obj, opts)?;
+        if csr::is_csr(rt) {
+            csr::prepare_create(&mut obj, opts.requester.as_ref());
+            csr::validate(&obj)?;
+        }
         if is_crd(rt) {
             crd_status(&mut obj, None);
         }
@@ -265,6 +272,15 @@ impl Store {
             return Err(ApiError::stale(&rt.qualified(), &key.name));
         }
         let mut new = carry_over(rt, &old, new, sub);
+        if csr::is_csr(rt) {
+            let part = match sub {
+                Sub::Main => Part::Main,
+                Sub::Status => Part::Status,
+                Sub::Approval => Part::Approval,
+            };
+            csr::prepare_update(&old, &mut new, part);
+            csr::validate_update(&old, &new, part)?;
+        }
         if meta::is_deleting(&old) {
             let before = meta::finalizers(&old);
             if meta::finalizers(&new).iter().any(|f| !before.contains(f)) {
@@ -366,7 +382,7 @@ fn stamp_new(rt: &ResourceType, obj: &mut Value, name: &str) {
 /// never changes status (when it is a subresource), and server-set metadata stays.
 fn carry_over(rt: &ResourceType, old: &Value, mut new: Value, sub: Sub) -> Value {
     match sub {
-        Sub::Status => {
+        Sub::Status | Sub::Approval => {
             let status = new.get("status").cloned();
             new = old.clone();
             let map = new.as_object_mut().expect("stored objects are objects");
