@@ -196,6 +196,35 @@ async fn approved_csrs_are_signed_and_the_rest_left_alone() -> anyhow::Result<()
         }
         other => panic!("signed an Ed25519 CSR the CA refuses: {other:?}"),
     }
+    let failed = env.get(&ed25519.name).await?;
+    let types: Vec<_> = failed
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("Approved".into(), "True".into()),
+            ("Failed".into(), "True".into())
+        ],
+        "the approver's condition survives our Failed apply"
+    );
+
+    // A duration annotation that does not parse fails at once, before the CA is asked.
+    let bad_duration =
+        KubeCsr::new(&signer)?.annotation("experimental.cert-manager.io/request-duration", "ten days");
+    bad_duration.create(&env.cluster).await?;
+    kcsr::approve(&env.cluster, &bad_duration.name).await?;
+    match env.logged(kcsr::wait_outcome(&env.cluster, &bad_duration.name, WAIT).await)? {
+        Outcome::Failed { reason, message } => {
+            assert_eq!(reason, "ErrorParseDuration");
+            assert!(message.contains("\"ten days\" is not a duration"), "{message}");
+        }
+        other => panic!("signed a CSR whose duration does not parse: {other:?}"),
+    }
 
     // By now the manager has seen the others for as long as it took to sign two.
     for request in [&unapproved, &denied, &foreign] {
