@@ -3,8 +3,10 @@
 //! would (server-side apply), approves the requests as cert-manager's approver would, and
 //! prints what the issuers and requests became. The manager runs in standalone mode
 //! (`--certificate-controllers`), so the sample Certificates become Secrets with no cert-manager,
-//! and one of them renews. Ctrl-C at any point stops everything.
+//! and one of them renews; a Kubernetes CertificateSigningRequest for the sample ClusterIssuer
+//! is signed too. Ctrl-C at any point stops everything.
 
+mod csr;
 mod standalone;
 
 use std::path::{Path, PathBuf};
@@ -104,7 +106,7 @@ impl Demo {
         let client = cluster.client.clone();
         println!("API server (in-process, CRDs installed). While the demo runs:");
         println!("  export KUBECONFIG={}", kubeconfig.display());
-        println!("  kubectl get issuers,clusterissuers,certificaterequests,certificates -A");
+        println!("  kubectl get issuers,clusterissuers,certificaterequests,certificates,csr -A");
 
         let ca = self.ca.insert(Ca::simple(false).await?);
         let dir = self._dir.insert(tempfile::tempdir()?);
@@ -194,6 +196,7 @@ impl Demo {
         }
 
         all_good &= standalone::show(&client, &kubeconfig, &applied).await?;
+        all_good &= csr::show(self.cluster.as_ref().context("started")?).await?;
 
         let metrics = scrape::scrape(&manager.metrics_addr).await?;
         println!("\nFrom /metrics:");
