@@ -294,6 +294,16 @@ async fn allowed_requester_is_signed_once_and_a_stale_replay_does_nothing() {
 
     // The cache still shows the CSR before the write: nothing is asked, written or signed.
     assert_eq!(reconcile(&csr, &ctx).await, Action::await_change());
+    assert_eq!(
+        ctx.csrs.signings.snapshot().len(),
+        1,
+        "held until the cache shows the write"
+    );
+    ctx.csrs.forget("uid-signed");
+    assert!(
+        ctx.csrs.signings.snapshot().is_empty(),
+        "a deleted CSR leaves nothing behind"
+    );
     no_more_requests(&mut handle).await;
     assert_eq!(ca.issued_count(), Some(1), "signed twice");
 }

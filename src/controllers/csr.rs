@@ -76,6 +76,13 @@ impl CsrContext {
         }
     }
 
+    /// Forgets what is kept of a deleted CSR (its sign, retry window and backoff).
+    pub fn forget(&self, uid: &str) {
+        self.signings.forget(uid);
+        self.memory.forget(uid);
+        self.backoff.reset(uid);
+    }
+
     /// The issuer a CSR names, when it is ours.
     pub fn signer_of(&self, csr: &CertificateSigningRequest) -> Option<SignerRef> {
         SignerRef::parse(&csr.spec.signer_name, self.namespaced)

@@ -22,12 +22,19 @@ use crate::controllers::wiring::{Wiring, drive};
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();
     let namespaced = ctx.namespaced;
+    let forgets = ctx.clone();
     let csrs = watcher(
         Api::<CertificateSigningRequest>::all(ctx.shared.client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
-    .try_filter_map(move |event| future::ready(Ok(ours(event, namespaced))))
+    .try_filter_map(move |event| {
+        let event = ours(event, namespaced);
+        if let Some(watcher::Event::Delete(csr)) = &event {
+            forgets.forget(&super::key(csr));
+        }
+        future::ready(Ok(event))
+    })
     .reflect(writer)
     .applied_objects()
     .boxed();
@@ -95,4 +102,79 @@ fn csrs_for(
 fn is_done(csr: &CertificateSigningRequest) -> bool {
     let view = super::observe::csr_view(csr);
     view.has_certificate || view.failed || view.denied
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    use super::*;
+
+    fn csr(signer: &str) -> CertificateSigningRequest {
+        let mut csr = CertificateSigningRequest::default();
+        csr.spec.signer_name = signer.into();
+        csr.metadata.managed_fields = Some(vec![ManagedFieldsEntry::default()]);
+        csr
+    }
+
+    /// Which watch events reach the CSR cache, and in what shape.
+    #[test]
+    fn only_our_csrs_reach_the_cache_without_managed_fields() {
+        let cluster = "clusterissuers.cfssl-issuer.wikimedia.org/ca";
+        let issuer = "issuers.cfssl-issuer.wikimedia.org/apps.ca";
+        let kept = |event: Option<watcher::Event<CertificateSigningRequest>>| match event {
+            Some(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) => {
+                Some(("apply", c.metadata.managed_fields))
+            }
+            Some(watcher::Event::Delete(c)) => Some(("delete", c.metadata.managed_fields)),
+            Some(watcher::Event::Init) => Some(("init", None)),
+            Some(watcher::Event::InitDone) => Some(("done", None)),
+            None => None,
+        };
+        // (row, event, namespaced signers on, want)
+        let cases = [
+            (
+                "ours, applied",
+                watcher::Event::Apply(csr(cluster)),
+                true,
+                Some(("apply", None)),
+            ),
+            (
+                "ours, listed",
+                watcher::Event::InitApply(csr(cluster)),
+                false,
+                Some(("apply", None)),
+            ),
+            (
+                "ours, deleted (left as is: it leaves the cache)",
+                watcher::Event::Delete(csr(cluster)),
+                true,
+                Some(("delete", Some(vec![ManagedFieldsEntry::default()]))),
+            ),
+            (
+                "namespaced, on",
+                watcher::Event::Apply(csr(issuer)),
+                true,
+                Some(("apply", None)),
+            ),
+            ("namespaced, off", watcher::Event::Apply(csr(issuer)), false, None),
+            (
+                "kubelet's",
+                watcher::Event::Apply(csr("kubernetes.io/kubelet-serving")),
+                true,
+                None,
+            ),
+            (
+                "another's, deleted",
+                watcher::Event::Delete(csr("example.com/x")),
+                true,
+                None,
+            ),
+            ("list start", watcher::Event::Init, true, Some(("init", None))),
+            ("list end", watcher::Event::InitDone, true, Some(("done", None))),
+        ];
+        for (row, event, namespaced, want) in cases {
+            assert_eq!(kept(ours(event, namespaced)), want, "{row}");
+        }
+    }
 }
