@@ -117,6 +117,78 @@ mod tests {
         csr
     }
 
+    fn named(name: &str, signer: &str, status: Option<serde_json::Value>) -> CertificateSigningRequest {
+        let mut csr = csr(signer);
+        csr.metadata.name = Some(name.into());
+        csr.status = status.map(|s| serde_json::from_value(s).unwrap_or_default());
+        csr
+    }
+
+    /// Which CSRs an issuer's change brings back: those naming it, not yet signed, failed or
+    /// denied.
+    #[test]
+    fn an_issuer_brings_back_the_csrs_waiting_on_it() {
+        let (cluster, issuer) = (
+            "clusterissuers.cfssl-issuer.wikimedia.org/ca",
+            "issuers.cfssl-issuer.wikimedia.org/apps.ca",
+        );
+        let approved = serde_json::json!({"conditions": [{"type": "Approved", "status": "True"}]});
+        let (store, mut writer) = reflector::store();
+        for csr in [
+            named("waiting", cluster, Some(approved.clone())),
+            named("unapproved", cluster, None),
+            named(
+                "signed",
+                cluster,
+                Some(serde_json::json!({"certificate": "Q0VSVA=="})),
+            ),
+            named(
+                "failed",
+                cluster,
+                Some(serde_json::json!({"conditions": [{"type": "Failed", "status": "True"}]})),
+            ),
+            named(
+                "denied",
+                cluster,
+                Some(serde_json::json!({"conditions": [{"type": "Denied", "status": "True"}]})),
+            ),
+            named(
+                "other-ca",
+                "clusterissuers.cfssl-issuer.wikimedia.org/other",
+                Some(approved.clone()),
+            ),
+            named("namespaced", issuer, Some(approved)),
+        ] {
+            writer.apply_watcher_event(&watcher::Event::Apply(csr));
+        }
+        let names = |refs: Vec<ObjectRef<CertificateSigningRequest>>| {
+            let mut names: Vec<String> = refs.into_iter().map(|r| r.name).collect();
+            names.sort();
+            names
+        };
+        // (row, issuer namespace, issuer name, namespaced signers on, want)
+        let cases: [(&str, Option<&str>, &str, bool, &[&str]); 5] = [
+            ("ClusterIssuer ca", None, "ca", true, &["unapproved", "waiting"]),
+            ("Issuer apps/ca", Some("apps"), "ca", true, &["namespaced"]),
+            (
+                "Issuer apps/ca, namespaced signers off",
+                Some("apps"),
+                "ca",
+                false,
+                &[],
+            ),
+            ("Issuer other/ca", Some("other"), "ca", true, &[]),
+            ("ClusterIssuer nobody names", None, "nobody", true, &[]),
+        ];
+        for (row, namespace, name, namespaced, want) in cases {
+            assert_eq!(
+                names(csrs_for(&store, namespace, name, namespaced)),
+                want,
+                "{row}"
+            );
+        }
+    }
+
     /// Which watch events reach the CSR cache, and in what shape.
     #[test]
     fn only_our_csrs_reach_the_cache_without_managed_fields() {
