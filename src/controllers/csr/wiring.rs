@@ -167,7 +167,8 @@ mod tests {
             names
         };
         // (row, issuer namespace, issuer name, namespaced signers on, want)
-        let cases: [(&str, Option<&str>, &str, bool, &[&str]); 5] = [
+        type Row<'a> = (&'a str, Option<&'a str>, &'a str, bool, &'a [&'a str]);
+        let cases: [Row<'_>; 5] = [
             ("ClusterIssuer ca", None, "ca", true, &["unapproved", "waiting"]),
             ("Issuer apps/ca", Some("apps"), "ca", true, &["namespaced"]),
             (
