@@ -348,3 +348,56 @@ async fn a_lost_certificate_write_is_written_again_without_a_second_sign() {
     no_more_requests(&mut handle).await;
     assert_eq!(ca.issued_count(), Some(1));
 }
+
+/// What the manager keeps of CSRs follows the watch: a delete forgets one; a relist forgets
+/// every CSR it does not bring (deleted while the watch was away). No API request either way.
+#[tokio::test]
+async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
+    use cfssl_issuer::controllers::signings::Signing;
+    use cfssl_issuer::controllers::watches::Relist;
+    use kube::runtime::watcher::Event;
+    let (pem, _) = support::csr("client");
+    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![], vec![]);
+    let signer = "clusterissuers.cfssl-issuer.wikimedia.org/ca";
+    let (a, b, c) = (
+        kcsr("a", signer, APPROVED, &pem),
+        kcsr("b", signer, APPROVED, &pem),
+        kcsr("c", signer, APPROVED, &pem),
+    );
+    for uid in ["uid-a", "uid-b", "uid-c"] {
+        ctx.csrs.signings.insert(uid, Signing::InFlight);
+        ctx.csrs
+            .memory
+            .failed(uid, "2026-11-22T10:00:00Z".parse().unwrap());
+    }
+    let kept = |ctx: &Contexts| {
+        let mut uids: Vec<String> = ctx.csrs.signings.snapshot().into_keys().collect();
+        uids.sort();
+        let windows: Vec<bool> = uids
+            .iter()
+            .map(|u| ctx.csrs.memory.first_failure(u).is_some())
+            .collect();
+        (uids, windows)
+    };
+    let mut relist = Relist::default();
+    ctx.csrs.follow(&Event::Delete(c), &mut relist);
+    assert_eq!(
+        kept(&ctx),
+        (vec!["uid-a".into(), "uid-b".into()], vec![true, true])
+    );
+    for event in [Event::Init, Event::InitApply(a), Event::InitDone] {
+        ctx.csrs.follow(&event, &mut relist);
+    }
+    assert_eq!(
+        kept(&ctx),
+        (vec!["uid-a".into()], vec![true]),
+        "b was deleted while away"
+    );
+    ctx.csrs.follow(&Event::Apply(b), &mut relist);
+    assert_eq!(
+        kept(&ctx),
+        (vec!["uid-a".into()], vec![true]),
+        "an update forgets nothing"
+    );
+    no_more_requests(&mut handle).await;
+}

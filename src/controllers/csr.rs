@@ -18,6 +18,7 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
 use self::decide::{Access, CsrView, IssuerReadiness};
@@ -34,6 +35,7 @@ use super::plan::{self as plans, Next, Target};
 use super::signer::Signer;
 use super::signings::Signings;
 use super::status::FieldManager;
+use super::watches::Relist;
 use super::{Error, Recheck, default_backoff};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
 use crate::telemetry::metrics::{Controller, IssuerLabels};
@@ -81,6 +83,19 @@ impl CsrContext {
         self.signings.forget(uid);
         self.memory.forget(uid);
         self.backoff.reset(uid);
+    }
+
+    /// Follows one event of the CSR watch (ours only): forgets a deleted CSR and, at the end
+    /// of a relist, every CSR it did not bring (deleted while the watch was away).
+    pub fn follow(&self, event: &watcher::Event<CertificateSigningRequest>, relist: &mut Relist) {
+        if let watcher::Event::Delete(csr) = event {
+            self.forget(&key(csr));
+        }
+        if let Some(live) = relist.observe(event, |csr| Some(key(csr))) {
+            self.backoff.retain(|uid| live.contains(uid));
+            self.signings.retain(|uid| live.contains(uid));
+            self.memory.retain(&live);
+        }
     }
 
     /// The issuer a CSR names, when it is ours.

@@ -17,12 +17,13 @@ use kube::{Api, ResourceExt};
 use super::signer_name::SignerRef;
 use super::{CsrContext, error_policy, reconcile};
 use crate::api::{ClusterIssuer, Issuer};
+use crate::controllers::watches::Relist;
 use crate::controllers::wiring::{Wiring, drive};
 
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();
     let namespaced = ctx.namespaced;
-    let forgets = ctx.clone();
+    let (forgets, mut relist) = (ctx.clone(), Relist::default());
     let csrs = watcher(
         Api::<CertificateSigningRequest>::all(ctx.shared.client.clone()),
         watcher::Config::default(),
@@ -30,8 +31,8 @@ pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, (
     .default_backoff()
     .try_filter_map(move |event| {
         let event = ours(event, namespaced);
-        if let Some(watcher::Event::Delete(csr)) = &event {
-            forgets.forget(&super::key(csr));
+        if let Some(event) = &event {
+            forgets.follow(event, &mut relist);
         }
         future::ready(Ok(event))
     })
