@@ -26,7 +26,7 @@ use self::plan::{Decision, Memo, Work};
 use self::signer_name::SignerRef;
 pub use self::wiring::controller;
 use super::backoff::Backoff;
-use super::certificaterequest::decide::{self as request_decide, Outcome};
+use super::certificaterequest::decide::Outcome;
 use super::certificaterequest::plan::Window;
 use super::context::Shared;
 use super::events::Events;
@@ -37,8 +37,8 @@ use super::signings::Signings;
 use super::status::FieldManager;
 use super::watches::Relist;
 use super::{Error, Recheck, default_backoff};
-use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
-use crate::telemetry::metrics::{Controller, IssuerLabels};
+use crate::api::{AnyIssuer, ClusterIssuer, Issuer};
+use crate::telemetry::metrics::Controller;
 
 /// What the CSR controller works with.
 pub struct CsrContext {
@@ -222,46 +222,23 @@ async fn sign(seen: &Seen<'_>, ctx: &CsrContext) -> Option<Outcome> {
     Some(outcome)
 }
 
-/// Signs with `issuer` (from the cache), classifying every failure as the request path does.
+/// Signs with `issuer` (from the cache).
 async fn sign_with<K: AnyIssuer>(seen: &Seen<'_>, issuer: Option<&K>, ctx: &CsrContext) -> Outcome {
     let Some(issuer) = issuer else {
         return Outcome::Retry(format!("{} disappeared", seen.signer.describe()));
     };
-    let client = match ctx.signer.client_for(issuer).await {
-        Ok(client) => client,
-        Err(unusable) => {
-            return Outcome::IssuerFault {
-                message: unusable.to_string(),
-                reason: unusable.reason(),
-            };
-        }
-    };
     let first_failure = ctx.memory.first_failure(&seen.uid);
-    let result = ctx
+    let (outcome, _) = ctx
         .signer
-        .timed(issuer, "sign", client.sign(&seen.csr.spec.request.0))
+        .sign(issuer, &seen.csr.spec.request.0, first_failure)
         .await;
-    if result.is_ok() {
-        let labels = IssuerLabels {
-            issuer: super::signer::key(issuer),
-        };
-        ctx.shared.metrics.issued.get_or_create(&labels).inc();
-    }
-    request_decide::outcome(
-        result.as_ref().map(|s| s.chain.clone()),
-        first_failure,
-        ctx.shared.now(),
-        ctx.shared.config.max_retry_duration,
-    )
+    outcome
 }
 
 fn recheck_of(signer: &SignerRef) -> Recheck {
     Recheck {
         kind: signer.kind,
-        namespace: match signer.kind {
-            IssuerKind::Issuer => signer.namespace.clone(),
-            IssuerKind::ClusterIssuer => None,
-        },
+        namespace: signer.namespace.clone(),
         name: signer.name.clone(),
     }
 }

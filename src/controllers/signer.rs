@@ -18,7 +18,10 @@ use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
 use crate::cfssl::{self, Class, ClientConfig, IssuerFault};
 use crate::clock::Clock;
 use crate::telemetry::Metrics;
-use crate::telemetry::metrics::CallLabels;
+use crate::telemetry::metrics::{CallLabels, IssuerLabels};
+use k8s_openapi::jiff::Timestamp;
+
+use super::certificaterequest::decide::{Outcome, outcome};
 
 /// A stable name for logs, backoff, metrics and the client cache: `Issuer/ns/name` or
 /// `ClusterIssuer/name`.
@@ -35,6 +38,8 @@ pub struct Signer {
     /// Where a ClusterIssuer's credential Secret lives.
     cluster_resource_namespace: String,
     timeout: std::time::Duration,
+    /// How long retryable sign failures are retried (`--max-retry-duration`).
+    max_retry: std::time::Duration,
     /// Stamps the CFSSL tokens.
     clock: Clock,
     metrics: Arc<Metrics>,
@@ -70,6 +75,7 @@ impl Signer {
             client,
             cluster_resource_namespace: config.cluster_resource_namespace.clone(),
             timeout: config.cfssl_timeout,
+            max_retry: config.max_retry_duration,
             clock,
             metrics,
             clients: Clients::default(),
@@ -81,6 +87,39 @@ impl Signer {
     /// is built on it.
     pub fn secret_index(&self) -> &SecretIndex {
         &self.secrets
+    }
+
+    /// Signs `request` (PEM) through `issuer`, as every signing controller does: an issuer whose
+    /// client cannot be built is at fault; the call is timed, an issued certificate counted,
+    /// and the result classified by [`outcome`] against the retry window that opened at
+    /// `first_failure`. Also returns the leaf's notAfter when it signed.
+    pub async fn sign<K: AnyIssuer>(
+        &self,
+        issuer: &K,
+        request: &[u8],
+        first_failure: Option<Timestamp>,
+    ) -> (Outcome, Option<i64>) {
+        let client = match self.client_for(issuer).await {
+            Ok(client) => client,
+            Err(unusable) => {
+                let fault = Outcome::IssuerFault {
+                    message: unusable.to_string(),
+                    reason: unusable.reason(),
+                };
+                return (fault, None);
+            }
+        };
+        let result = self.timed(issuer, "sign", client.sign(request)).await;
+        let not_after = result.as_ref().ok().and_then(|signed| signed.not_after);
+        if result.is_ok() {
+            let labels = IssuerLabels { issuer: key(issuer) };
+            self.metrics.issued.get_or_create(&labels).inc();
+        }
+        let chain = result.as_ref().map(|signed| signed.chain.clone());
+        (
+            outcome(chain, first_failure, (self.clock)(), self.max_retry),
+            not_after,
+        )
     }
 
     /// The issuer's client for signing: the cached one while the metadata watch shows the

@@ -5,12 +5,12 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 
 use super::RequestContext;
-use super::decide::{self, Outcome};
+use super::decide::Outcome;
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{AnyIssuer, IssuerKind};
 use crate::controllers::signer;
 pub use crate::controllers::signings::Signings;
-use crate::telemetry::metrics::{CertificateLabels, IssuerLabels};
+use crate::telemetry::metrics::CertificateLabels;
 
 /// Act: signs `cr` with the issuer of `kind` it names, once; `None` when a sign of it is in
 /// flight or done (its write brings the request back).
@@ -39,7 +39,7 @@ pub async fn sign(
     Some(outcome)
 }
 
-/// Signs with `issuer` (from the cache), classifying every failure.
+/// Signs with `issuer` (from the cache); an issued certificate gets its expiry series.
 async fn sign_with<K: AnyIssuer>(
     cr: &CertificateRequest,
     uid: &str,
@@ -49,48 +49,23 @@ async fn sign_with<K: AnyIssuer>(
     let Some(issuer) = issuer else {
         return Outcome::Retry(format!("{} {:?} disappeared", K::KIND, cr.spec.issuer_ref.name));
     };
-    let signer = &ctx.signer;
-    let client = match signer.client_for(issuer).await {
-        Ok(c) => c,
-        Err(unusable) => {
-            return Outcome::IssuerFault {
-                message: unusable.to_string(),
-                reason: unusable.reason(),
-            };
-        }
-    };
     // The retry window starts at the first failed sign, not at creation.
     let first_failure = ctx.memory.first_failure(uid);
-    let result = signer
-        .timed(issuer, "sign", client.sign(&cr.spec.request.0))
-        .await;
-    if let Ok(signed) = &result {
-        record_issued(ctx, cr, &signer::key(issuer), signed.not_after);
+    let (outcome, not_after) = ctx.signer.sign(issuer, &cr.spec.request.0, first_failure).await;
+    if let (Outcome::Issued(_), Some(not_after)) = (&outcome, not_after) {
+        record_expiry(ctx, cr, &signer::key(issuer), not_after);
     }
-    decide::outcome(
-        result.as_ref().map(|s| s.chain.clone()),
-        first_failure,
-        ctx.shared.now(),
-        ctx.shared.config.max_retry_duration,
-    )
+    outcome
 }
 
-fn record_issued(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, not_after: Option<i64>) {
-    let metrics = &ctx.shared.metrics;
-    metrics
-        .issued
-        .get_or_create(&IssuerLabels {
-            issuer: issuer.into(),
-        })
-        .inc();
-    if let Some(not_after) = not_after {
-        let labels = expiry_labels(cr, issuer);
-        metrics
-            .certificate_expiry
-            .get_or_create(&labels)
-            .set(not_after as f64);
-        ctx.expiry.set(labels, &super::observe::request_key(cr));
-    }
+fn record_expiry(ctx: &RequestContext, cr: &CertificateRequest, issuer: &str, not_after: i64) {
+    let labels = expiry_labels(cr, issuer);
+    ctx.shared
+        .metrics
+        .certificate_expiry
+        .get_or_create(&labels)
+        .set(not_after as f64);
+    ctx.expiry.set(labels, &super::observe::request_key(cr));
 }
 
 /// The expiry series of a request signed by `issuer`. Keyed by Certificate, so the series
