@@ -235,6 +235,44 @@ async fn a_requester_who_may_not_reference_the_issuer_fails_with_denied_referenc
     no_more_requests(&mut handle).await;
 }
 
+/// The manager may not create SubjectAccessReviews (RBAC switched off by hand): a Warning
+/// Event on the CSR says so, nothing is written, and it is tried again after its backoff.
+#[tokio::test]
+async fn a_review_the_api_server_refuses_is_said_on_the_csr_and_retried() {
+    let (pem, _) = support::csr("client");
+    let issuer = checked(issuer("apps", "ca", "https://ca.invalid"));
+    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![issuer], vec![]);
+    let csr = kcsr(
+        "no-rbac",
+        "issuers.cfssl-issuer.wikimedia.org/apps.ca",
+        APPROVED,
+        &pem,
+    );
+    let task = tokio::spawn(csr::reconcile(Arc::new(csr), ctx.csrs.clone()));
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!((method, uri.as_str()), (Method::POST, SARS));
+    let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+        "message": "subjectaccessreviews.authorization.k8s.io is forbidden"});
+    answer(send, StatusCode::FORBIDDEN, &status);
+    let (_, uri, event, send) = next(&mut handle).await;
+    assert_eq!(uri, "/apis/events.k8s.io/v1/namespaces/default/events?");
+    assert_eq!(
+        (&event["reason"], &event["type"]),
+        (&json!("RetryableError"), &json!("Warning"))
+    );
+    assert_eq!(
+        event["note"],
+        "Cannot check whether the requester may reference the Issuer (a SubjectAccessReview), will retry: \
+         subjectaccessreviews.authorization.k8s.io is forbidden (HTTP 403 Forbidden)"
+    );
+    answer(send, StatusCode::CREATED, &event);
+    assert_eq!(
+        finish(task).await.unwrap(),
+        Action::requeue(std::time::Duration::from_secs(1))
+    );
+    no_more_requests(&mut handle).await;
+}
+
 /// Allowed by `*`: signed by the namespaced Issuer with its Secret from its namespace; the
 /// certificate is written once, with the chain and no root; a replay from a stale cache sends
 /// nothing and signs nothing.

@@ -128,16 +128,13 @@ pub async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>
     let version = csr.metadata.resource_version.as_deref();
     let held = ctx.signings.held(&seen.uid, version, seen.view.has_certificate);
     let issuer = observe::issuer_readiness(&seen.signer, &ctx);
-    let mut access = Access::for_signer(&seen.signer);
+    let access = Access::for_signer(&seen.signer);
     let mut decision = decided(&seen, &issuer, &access, &held, &ctx);
     if decision.plan.next == Next::Work(Work::Review) {
-        access = observe::access(&ctx.shared.client, &csr, &seen.signer)
-            .await
-            .map_err(|source| Error::Review {
-                object: plans::describe(&*csr),
-                source,
-            })?;
-        decision = decided(&seen, &issuer, &access, &held, &ctx);
+        decision = match observe::access(&ctx.shared.client, &csr, &seen.signer).await {
+            Ok(access) => decided(&seen, &issuer, &access, &held, &ctx),
+            Err(err) => plan::review_failed(&super::signer::credentials::describe(&err)),
+        };
     }
     tracing::debug!(csr = %csr.name_any(), version, next = ?decision.plan.next, "CSR reconciled");
     if decision.plan.next == Next::Work(Work::Sign) {

@@ -105,12 +105,6 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
-    #[error("asking whether the requester of {object} may reference its issuer: {source}")]
-    Review {
-        object: String,
-        #[source]
-        source: kube::Error,
-    },
 }
 
 /// Per-object backoff: 1 s doubling to 5 min.

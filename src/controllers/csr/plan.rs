@@ -98,6 +98,22 @@ pub fn for_outcome(outcome: Outcome, now: Timestamp) -> Decision {
     }
 }
 
+/// The SubjectAccessReview could not be made (the manager lacks RBAC for it, the API server
+/// is down): said on the CSR, tried again after its backoff.
+pub fn review_failed(error: &str) -> Decision {
+    let note = format!(
+        "Cannot check whether the requester may reference the Issuer (a SubjectAccessReview), will retry: {error}"
+    );
+    Decision {
+        plan: Plan {
+            status: None,
+            event: Some(Notice::warning(common::RETRYABLE_ERROR, ACTION, &note)),
+            next: Next::Backoff,
+        },
+        memo: Memo::default(),
+    }
+}
+
 fn issued(chain: &Chain) -> Decision {
     let certificate = base64::engine::general_purpose::STANDARD.encode(&chain.certificates);
     Decision {

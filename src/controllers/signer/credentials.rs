@@ -46,7 +46,7 @@ pub enum SecretProblem {
 
 /// An API error in a sentence: the API server's own message with its code and reason, not
 /// kube's `ApiError: ... (Status { .. })` with the whole object printed for debugging.
-fn describe(err: &kube::Error) -> String {
+pub fn describe(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => format!("{} (HTTP {} {})", status.message, status.code, status.reason),
         other => other.to_string(),

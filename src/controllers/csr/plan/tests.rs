@@ -195,3 +195,23 @@ fn for_outcome_table() {
         assert_eq!(for_outcome(outcome, at()), want, "{row}");
     }
 }
+
+#[test]
+fn a_failed_review_is_said_and_retried_after_backoff() {
+    assert_eq!(
+        review_failed("forbidden (HTTP 403 Forbidden)"),
+        Decision {
+            plan: Plan {
+                status: None,
+                event: notice(
+                    EventType::Warning,
+                    "RetryableError",
+                    "Cannot check whether the requester may reference the Issuer (a SubjectAccessReview), \
+                     will retry: forbidden (HTTP 403 Forbidden)",
+                ),
+                next: Next::Backoff,
+            },
+            memo: Memo::default(),
+        }
+    );
+}
