@@ -13,7 +13,7 @@ use super::CsrContext;
 use super::decide::{Access, Asks, CsrView, Invalid, IssuerReadiness, reason};
 use super::signer_name::SignerRef;
 use crate::api::certmanager::KEY_USAGES;
-use crate::api::{AnyIssuer, IssuerKind, ready_condition};
+use crate::api::{AnyIssuer, ready_condition};
 use crate::certificates::go::{format_go_duration, parse_go_duration};
 use crate::controllers::certificaterequest::decide::IssuerState;
 use crate::controllers::certificaterequest::observe::issuer_state;
@@ -29,21 +29,32 @@ const MINIMUM_DURATION: Duration = Duration::from_secs(600);
 
 /// The CSR's own state.
 pub fn csr_view(csr: &CertificateSigningRequest) -> CsrView {
-    let status = csr.status.as_ref();
-    let is_true = |type_: &str| {
-        status
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
-    };
     CsrView {
-        approved: is_true("Approved"),
-        denied: is_true("Denied"),
-        failed: is_true("Failed"),
-        has_certificate: status
-            .and_then(|s| s.certificate.as_ref())
-            .is_some_and(|c| !c.0.is_empty()),
+        approved: has_true(csr, "Approved"),
+        denied: has_true(csr, "Denied"),
+        failed: has_true(csr, "Failed"),
+        has_certificate: has_certificate(csr),
         asks: asks(csr.metadata.annotations.as_ref(), &csr.spec),
     }
+}
+
+/// Whether the CSR is done with for good: signed, failed or denied (what it asks is not read).
+pub fn is_settled(csr: &CertificateSigningRequest) -> bool {
+    has_certificate(csr) || has_true(csr, "Failed") || has_true(csr, "Denied")
+}
+
+fn has_true(csr: &CertificateSigningRequest, type_: &str) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == type_ && c.status == "True"))
+}
+
+fn has_certificate(csr: &CertificateSigningRequest) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.certificate.as_ref())
+        .is_some_and(|c| !c.0.is_empty())
 }
 
 /// Pure: what a CSR asks for, as cert-manager reads it: the duration annotation first, then
@@ -103,13 +114,13 @@ fn go(d: Duration) -> String {
 /// What the caches show of the issuer `signer` names.
 pub fn issuer_readiness(signer: &SignerRef, ctx: &CsrContext) -> IssuerReadiness {
     let schema = ctx.shared.status_schemas.get(signer.kind);
-    let key = ObjectRef::new(&signer.name);
-    match (signer.kind, &signer.namespace) {
-        (IssuerKind::Issuer, Some(ns)) => readiness_of(ctx.issuers.get(&key.within(ns)).as_deref(), schema),
-        _ => readiness_of(
-            ctx.cluster_issuers.get(&ObjectRef::new(&signer.name)).as_deref(),
+    let name = &signer.name;
+    match &signer.namespace {
+        Some(ns) => readiness_of(
+            ctx.issuers.get(&ObjectRef::new(name).within(ns)).as_deref(),
             schema,
         ),
+        None => readiness_of(ctx.cluster_issuers.get(&ObjectRef::new(name)).as_deref(), schema),
     }
 }
 

@@ -94,15 +94,10 @@ fn csrs_for(
         .filter(|csr| {
             SignerRef::parse(&csr.spec.signer_name, namespaced)
                 .is_some_and(|s| s.name == name && s.namespace.as_deref() == namespace)
-                && !is_done(csr)
+                && !super::observe::is_settled(csr)
         })
         .map(|csr| ObjectRef::from_obj(&**csr))
         .collect()
-}
-
-fn is_done(csr: &CertificateSigningRequest) -> bool {
-    let view = super::observe::csr_view(csr);
-    view.has_certificate || view.failed || view.denied
 }
 
 #[cfg(test)]
