@@ -117,7 +117,7 @@ async fn csrs_not_ours_or_not_ready_to_sign_get_no_request_at_all() {
         ),
         (cluster, r#"[{"type": "Approved", "status": "False"}]"#),
     ];
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![], vec![]);
+    let (ctx, mut handle) = context(vec![], vec![]);
     for (signer, conditions) in cases {
         let action = reconcile(&kcsr("c", signer, conditions, &pem), &ctx).await;
         assert_eq!(action, Action::await_change(), "{signer} {conditions}");
@@ -146,7 +146,7 @@ async fn csrs_not_ours_or_not_ready_to_sign_get_no_request_at_all() {
 #[tokio::test]
 async fn a_missing_cluster_issuer_is_waited_for_with_an_event_only() {
     let (pem, _) = support::csr("client");
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![], vec![]);
+    let (ctx, mut handle) = context(vec![], vec![]);
     let csr = kcsr(
         "waits",
         "clusterissuers.cfssl-issuer.wikimedia.org/ca",
@@ -188,7 +188,7 @@ async fn a_missing_cluster_issuer_is_waited_for_with_an_event_only() {
 async fn a_requester_who_may_not_reference_the_issuer_fails_with_denied_reference() {
     let (pem, _) = support::csr("client");
     let issuer = checked(issuer("apps", "ca", "https://ca.invalid"));
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![issuer], vec![]);
+    let (ctx, mut handle) = context(vec![issuer], vec![]);
     let csr = kcsr(
         "refused",
         "issuers.cfssl-issuer.wikimedia.org/apps.ca",
@@ -241,7 +241,7 @@ async fn a_requester_who_may_not_reference_the_issuer_fails_with_denied_referenc
 async fn a_review_the_api_server_refuses_is_said_on_the_csr_and_retried() {
     let (pem, _) = support::csr("client");
     let issuer = checked(issuer("apps", "ca", "https://ca.invalid"));
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![issuer], vec![]);
+    let (ctx, mut handle) = context(vec![issuer], vec![]);
     let csr = kcsr(
         "no-rbac",
         "issuers.cfssl-issuer.wikimedia.org/apps.ca",
@@ -273,6 +273,49 @@ async fn a_review_the_api_server_refuses_is_said_on_the_csr_and_retried() {
     no_more_requests(&mut handle).await;
 }
 
+/// The issuer's Secret is gone: the issuer is at fault. A Warning Event on the CSR, the
+/// ClusterIssuer is checked again at once, and the CSR after its backoff.
+#[tokio::test]
+async fn an_issuer_at_fault_is_rechecked_and_the_csr_retried() {
+    let (pem, _) = support::csr("client");
+    let cluster = checked_cluster(cluster_issuer("ca", "https://ca.invalid"));
+    let (ctx, mut handle, mut rechecks) = context_with_rechecks(vec![], vec![cluster]);
+    let csr = kcsr(
+        "fault",
+        "clusterissuers.cfssl-issuer.wikimedia.org/ca",
+        APPROVED,
+        &pem,
+    );
+    let task = tokio::spawn(csr::reconcile(Arc::new(csr), ctx.csrs.clone()));
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/cfssl-system/secrets/creds")
+    );
+    not_found(send);
+    let (_, uri, event, send) = next(&mut handle).await;
+    assert_eq!(uri, "/apis/events.k8s.io/v1/namespaces/default/events?");
+    assert_eq!(event["reason"], "RetryableError");
+    assert!(
+        event["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("Failed to sign CertificateSigningRequest, will retry: "),
+        "{event}"
+    );
+    answer(send, StatusCode::CREATED, &event);
+    assert_eq!(
+        finish(task).await.unwrap(),
+        Action::requeue(std::time::Duration::from_secs(1))
+    );
+    let recheck = rechecks.try_recv().expect("a recheck");
+    assert_eq!(
+        (recheck.kind, recheck.namespace, recheck.name.as_str()),
+        (cfssl_issuer::api::IssuerKind::ClusterIssuer, None, "ca")
+    );
+    no_more_requests(&mut handle).await;
+}
+
 /// Allowed by `*`: signed by the namespaced Issuer with its Secret from its namespace; the
 /// certificate is written once, with the chain and no root; a replay from a stale cache sends
 /// nothing and signs nothing.
@@ -281,7 +324,7 @@ async fn allowed_requester_is_signed_once_and_a_stale_replay_does_nothing() {
     let ca = support::Ca::start(support::Backend::SimpleCfssl, false).await;
     let (pem, key) = support::csr("client");
     let issuer = checked(issuer("apps", "ca", &ca.url));
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![issuer], vec![]);
+    let (ctx, mut handle) = context(vec![issuer], vec![]);
     let csr = kcsr(
         "signed",
         "issuers.cfssl-issuer.wikimedia.org/apps.ca",
@@ -353,7 +396,7 @@ async fn a_lost_certificate_write_is_written_again_without_a_second_sign() {
     let ca = support::Ca::start(support::Backend::SimpleCfssl, false).await;
     let (pem, _) = support::csr("client");
     let cluster = checked_cluster(cluster_issuer("ca", &ca.url));
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![], vec![cluster]);
+    let (ctx, mut handle) = context(vec![], vec![cluster]);
     let csr = kcsr(
         "lost",
         "clusterissuers.cfssl-issuer.wikimedia.org/ca",
@@ -395,7 +438,7 @@ async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
     use cfssl_issuer::controllers::watches::Relist;
     use kube::runtime::watcher::Event;
     let (pem, _) = support::csr("client");
-    let (ctx, mut handle) = contexts(Config::new(CLUSTER_NS), vec![], vec![]);
+    let (ctx, mut handle) = context(vec![], vec![]);
     let signer = "clusterissuers.cfssl-issuer.wikimedia.org/ca";
     let (a, b, c) = (
         kcsr("a", signer, APPROVED, &pem),
