@@ -135,7 +135,8 @@ async fn event_reasons(client: &kube::Client, name: &str) -> anyhow::Result<Vec<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approved_csrs_are_signed_and_the_rest_left_alone() -> anyhow::Result<()> {
     let env = Env::start(&[]).await?;
-    let signer = env.cluster_issuer(&unique("csr-ca")).await?;
+    let issuer = unique("csr-ca");
+    let signer = env.cluster_issuer(&issuer).await?;
     let unapproved = KubeCsr::new(&signer)?;
     let denied = KubeCsr::new(&signer)?;
     let foreign = KubeCsr::new("example.com/x")?;
@@ -243,6 +244,12 @@ async fn approved_csrs_are_signed_and_the_rest_left_alone() -> anyhow::Result<()
     }
     if let Some(ca) = env.ca.issued_count() {
         assert_eq!(ca, 1, "only the approved CSR was signed");
+    }
+    if let Some(manager) = &env.manager {
+        let metrics = e2e::harness::scrape::scrape(&manager.metrics_addr).await?;
+        let label = format!("ClusterIssuer/{issuer}");
+        let issued = metrics.value("cfssl_issuer_certificates_issued_total", &[("issuer", &label)]);
+        assert_eq!(issued, Some(1.0), "a signed CSR counts as issued");
     }
     Ok(())
 }
