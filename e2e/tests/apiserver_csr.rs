@@ -613,7 +613,7 @@ async fn kubectl_approves_and_denies() {
     let refused = kcsr::deny(&cluster, &first.name).await.unwrap_err();
     assert!(refused.to_string().contains("is already Approved"), "{refused:#}");
     let cache = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(kcsr::kubectl_bin())
+    let out = tokio::process::Command::new(e2e::harness::kubectl_bin())
         .arg("--kubeconfig")
         .arg(&cluster.kubeconfig)
         .arg("--cache-dir")

@@ -5,6 +5,7 @@ mod support;
 use std::{path::Path, process::Stdio, time::Duration};
 
 use e2e::apiserver::{Count, Counts, Verb};
+use e2e::harness::kubectl_bin;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::{
     Api, Client, CustomResourceExt,
@@ -17,11 +18,6 @@ use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::Command,
 };
-
-/// The kubectl to run: `$KUBECTL`, or `kubectl` from PATH.
-fn kubectl_bin() -> String {
-    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
-}
 
 /// Fails the test when kubectl cannot run: a skipped test would pass without testing anything.
 /// `make test` checks for kubectl first and names the command that installs it.

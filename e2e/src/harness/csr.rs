@@ -19,7 +19,7 @@ use kube::{
 };
 use serde_json::json;
 
-use super::{Cluster, Csr, eventually};
+use super::{Cluster, Csr, eventually, kubectl_bin};
 use crate::apiserver::AccessRule;
 
 /// The API group of our issuers, where `signers` are referenced.
@@ -132,11 +132,6 @@ async fn impersonating(kubeconfig: &Path, user: &str, groups: &[String]) -> anyh
     config.auth_info.impersonate = Some(user.into());
     config.auth_info.impersonate_groups = (!groups.is_empty()).then(|| groups.to_vec());
     Ok(Client::try_from(config)?)
-}
-
-/// The kubectl to run: `$KUBECTL`, or `kubectl` from PATH.
-pub fn kubectl_bin() -> String {
-    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
 }
 
 /// Runs `kubectl certificate <verb> <name>` (`approve` or `deny`) against the cluster.

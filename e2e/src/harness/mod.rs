@@ -87,3 +87,8 @@ where
         .try_for_each(|_| std::future::ready(Ok(())))
         .await
 }
+
+/// The kubectl to run: `$KUBECTL`, or `kubectl` from PATH.
+pub fn kubectl_bin() -> String {
+    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
+}
