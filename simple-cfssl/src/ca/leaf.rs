@@ -121,10 +121,16 @@ fn random_serial() -> Result<SerialNumber, SignError> {
     SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| SignError::Random)?;
+    Ok(serial_from(bytes))
+}
+
+/// The number 20 random bytes make once the top bit is cleared, without leading zero bytes (as
+/// Go's `big.Int` keeps it). rcgen writes it as a positive DER integer, adding the zero byte DER
+/// needs when the first remaining byte has its top bit set.
+fn serial_from(mut bytes: [u8; 20]) -> SerialNumber {
     bytes[0] &= 0x7f;
-    // DER integers carry no leading zero bytes (Go's big.Int drops them too).
     let start = bytes.iter().position(|b| *b != 0).unwrap_or(bytes.len() - 1);
-    Ok(SerialNumber::from_slice(&bytes[start..]))
+    SerialNumber::from_slice(&bytes[start..])
 }
 
 /// The subject attributes Go's `pkix.Name` keeps, in the order Go writes them.
@@ -373,6 +379,7 @@ fn has_scheme(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rcgen::KeyPair;
 
     #[test]
     fn not_before_rounds_like_go() {
@@ -385,13 +392,53 @@ mod tests {
     }
 
     #[test]
-    fn serials_are_positive_and_random() {
+    fn serials_are_random() {
         let a = random_serial().unwrap();
         let b = random_serial().unwrap();
         assert_ne!(a, b);
         let bytes = a.to_bytes();
-        assert!(!bytes.is_empty() && bytes.len() <= 20);
-        assert!(bytes[0] & 0x80 == 0 && bytes[0] != 0);
+        assert!(!bytes.is_empty() && bytes.len() <= 20 && bytes[0] != 0);
+    }
+
+    #[test]
+    fn serials_clear_the_top_bit_and_drop_leading_zeros() {
+        let with_head = |head: &[u8]| {
+            let mut bytes = [0x11u8; 20];
+            bytes[..head.len()].copy_from_slice(head);
+            bytes
+        };
+        let cases: [(&[u8], Vec<u8>); 5] = [
+            (&[0xff], [&[0x7f][..], &[0x11; 19]].concat()),
+            (&[0x80, 0x00], vec![0x11; 18]),
+            (&[0x80], vec![0x11; 19]),
+            (&[0x00, 0x80], [&[0x80][..], &[0x11; 18]].concat()),
+            (&[0x80, 0x00, 0x00, 0x05], [&[0x05][..], &[0x11; 16]].concat()),
+        ];
+        for (head, want) in cases {
+            assert_eq!(serial_from(with_head(head)).to_bytes(), want, "head {head:02x?}");
+        }
+        assert_eq!(serial_from([0; 20]).to_bytes(), vec![0]);
+    }
+
+    /// The case that once failed: a first byte of zero and a second with its top bit set still
+    /// makes a positive DER serial, because rcgen adds the zero byte back.
+    #[test]
+    fn a_serial_with_the_top_bit_set_after_the_zeros_is_written_positive() {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.serial_number = Some(serial_from(with_second_byte_high()));
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
+        assert_eq!(cert.raw_serial()[0], 0x00);
+        assert_eq!(cert.raw_serial()[1], 0x80);
+        assert_eq!(cert.raw_serial().len(), 20);
+    }
+
+    fn with_second_byte_high() -> [u8; 20] {
+        let mut bytes = [0x22u8; 20];
+        bytes[0] = 0x80;
+        bytes[1] = 0x80;
+        bytes
     }
 
     #[test]
