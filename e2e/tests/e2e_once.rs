@@ -412,7 +412,9 @@ async fn a_leader_that_loses_the_lease_writes_nothing_more() -> anyhow::Result<(
     .await?;
     env.create_issuer(ISSUER, Some(&proxy.url)).await?;
 
-    proxy.set_delay(Duration::from_secs(4));
+    // The leader learns of the theft at its next renewal, up to two seconds later (a 3 s Lease,
+    // renewed 1 s before it ends); the sign is held well past that.
+    proxy.set_delay(Duration::from_secs(10));
     let requests = load::requests("stolen", 1)?;
     load::create_requests(env.client(), &env.ns, ISSUER, &requests, true, 1).await?;
     eventually(WAIT, "the sign on its way to the CA", || async {

@@ -224,12 +224,23 @@ async fn metrics_after_one_issuance() -> anyhow::Result<()> {
 
     let issuer = format!("Issuer/{}/team-ca", env.ns);
     let issuer_label = [("issuer", issuer.as_str())];
-    // The counters move after the status write the test saw; give the scrape a moment.
-    let m: Exposition = eventually(Duration::from_secs(10), "certificates_issued_total", || async {
-        scrape(&manager.metrics_addr)
-            .await
-            .ok()
-            .filter(|m| m.value("cfssl_issuer_certificates_issued_total", &issuer_label) == Some(1.0))
+    let expiry_labels = [
+        ("namespace", env.ns.as_str()),
+        ("name", "one"),
+        ("issuer", issuer.as_str()),
+    ];
+    // The counter moves at the sign; the unsaved gauge and the expiry after the status write and
+    // its Event, which may still be under way when the test sees Issued: wait for all three.
+    let m: Exposition = eventually(Duration::from_secs(10), "the issuance in the metrics", || async {
+        scrape(&manager.metrics_addr).await.ok().filter(|m| {
+            m.value("cfssl_issuer_certificates_issued_total", &issuer_label) == Some(1.0)
+                && m.value("cfssl_issuer_signed_unsaved_certificates", &[]) == Some(0.0)
+                && m.value(
+                    "cfssl_issuer_certificate_expiration_timestamp_seconds",
+                    &expiry_labels,
+                )
+                .is_some()
+        })
     })
     .await?;
 
@@ -258,11 +269,6 @@ async fn metrics_after_one_issuance() -> anyhow::Result<()> {
     }
 
     assert_eq!(m.value("cfssl_issuer_issuer_ready", &issuer_label), Some(1.0));
-    assert_eq!(
-        m.value("cfssl_issuer_signed_unsaved_certificates", &[]),
-        Some(0.0),
-        "the Issued write landed"
-    );
     for controller in ["Issuer", "CertificateRequest"] {
         let runs = m
             .value("cfssl_issuer_reconciles_total", &[("controller", controller)])
@@ -302,11 +308,7 @@ async fn metrics_after_one_issuance() -> anyhow::Result<()> {
 
     let expiry = m.value(
         "cfssl_issuer_certificate_expiration_timestamp_seconds",
-        &[
-            ("namespace", env.ns.as_str()),
-            ("name", "one"),
-            ("issuer", issuer.as_str()),
-        ],
+        &expiry_labels,
     );
     assert_eq!(expiry, Some(not_after), "expiry is the leaf's notAfter");
     assert_eq!(env.ca.issued_count(), Some(1));
@@ -556,22 +558,30 @@ async fn deleting_an_issuer_stops_its_health_checks() -> anyhow::Result<()> {
     let Some(env) = Env::start().await? else {
         return Ok(());
     };
-    let _manager = Manager::start(env.options().arg("--health-check-interval").arg("1s")).await?;
+    let manager = Manager::start(env.options().arg("--health-check-interval").arg("1s")).await?;
     env.create_issuer().await?;
     env.wait_issuer_checked().await?;
 
-    // Periodic checks read the credential Secret each time.
+    // Periodic checks read the credential Secret each time (a check every 1 s plus its own
+    // time, so two of them within seconds, however loaded the machine).
     env.server().reset_counts();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let rechecks = env.server().counts().get(Verb::Get, "secrets");
-    assert!(
-        rechecks >= 2,
-        "expected periodic re-checks, saw {rechecks} Secret reads"
-    );
+    eventually(Duration::from_secs(20), "two periodic re-checks", || async {
+        (env.server().counts().get(Verb::Get, "secrets") >= 2).then_some(())
+    })
+    .await?;
 
     Api::<cfssl_issuer::api::Issuer>::namespaced(env.client().clone(), &env.ns)
         .delete("team-ca", &Default::default())
         .await?;
+    // The manager has seen the delete once the issuer's series is gone from its metrics.
+    let issuer = format!("Issuer/{}/team-ca", env.ns);
+    eventually(WAIT, "the deleted issuer's series gone", || async {
+        let m = scrape(&manager.metrics_addr).await.ok()?;
+        let ready = m.value("cfssl_issuer_issuer_ready", &[("issuer", issuer.as_str())]);
+        ready.is_none().then_some(())
+    })
+    .await?;
+    // A check already under way when the delete arrived may still end.
     tokio::time::sleep(Duration::from_millis(500)).await;
     env.server().reset_counts();
     tokio::time::sleep(Duration::from_millis(2500)).await;

@@ -54,7 +54,7 @@ async fn reissues_when_the_secret_is_deleted_or_corrupted() -> anyhow::Result<()
     env.issuer("team-ca").await?;
     env.certificate("web", "web-tls", "team-ca", json!({})).await?;
     env.wait_revision("web", 1, WAIT).await?;
-    let table = env.kubectl_get_certificates()?;
+    let table = env.kubectl_get_certificates().await?;
     let mut lines = table.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split_whitespace().collect();
     let ready = header.iter().position(|h| *h == "READY").expect("READY column");

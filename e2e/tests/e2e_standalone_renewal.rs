@@ -131,9 +131,11 @@ async fn reads_expired_within_two_seconds_of_not_after_when_the_ca_is_down() -> 
         late >= SignedDuration::ZERO && late <= SignedDuration::from_secs(2),
         "notAfter {not_after}, Expired at {at}"
     );
+    // The claim is the manager's own stamp above; this only shows the stamp is not from the
+    // future of what the test saw, with room for the test's polling on a busy machine.
     assert!(
-        seen.duration_since(not_after) <= SignedDuration::from_secs(3),
-        "notAfter {not_after}, Expired seen at {seen}"
+        at <= seen && seen.duration_since(not_after) <= SignedDuration::from_secs(10),
+        "notAfter {not_after}, Expired at {at}, seen at {seen}"
     );
     let rfc1123 = not_after.strftime("%a, %d %b %Y %H:%M:%S UTC").to_string();
     assert_eq!(ready.message, format!("Certificate expired on {rfc1123}"));

@@ -59,7 +59,23 @@ fn free_addr() -> anyhow::Result<String> {
 }
 
 impl Manager {
+    /// Starts the manager on two free ports. A port is free when picked, but another process
+    /// may take it before the manager binds it; that start (EADDRINUSE, os error 98) is retried
+    /// on fresh ports.
     pub async fn start(options: ManagerOptions) -> anyhow::Result<Manager> {
+        let mut attempt = 1;
+        loop {
+            match Manager::start_once(&options).await {
+                Err(err) if attempt < 3 && format!("{err:#}").contains("os error 98") => {
+                    eprintln!("manager start {attempt}: a port was taken meanwhile; again on others");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    async fn start_once(options: &ManagerOptions) -> anyhow::Result<Manager> {
         let dir = tempfile::tempdir()?;
         let log_path = dir.path().join("manager.log");
         let log = std::fs::File::create(&log_path)?;

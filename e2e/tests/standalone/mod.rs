@@ -342,12 +342,16 @@ impl Env {
     }
 
     /// `kubectl get certificates` in the scenario's namespace, as a user runs it.
-    pub fn kubectl_get_certificates(&self) -> anyhow::Result<String> {
-        let out = std::process::Command::new("kubectl")
+    pub async fn kubectl_get_certificates(&self) -> anyhow::Result<String> {
+        let cache = tempfile::tempdir()?;
+        let out = tokio::process::Command::new(e2e::harness::kubectl_bin())
             .arg("--kubeconfig")
             .arg(&self.cluster.kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache.path())
             .args(["get", "certificates", "-n", &self.ns])
-            .output()?;
+            .output()
+            .await?;
         anyhow::ensure!(
             out.status.success(),
             "kubectl failed: {}",
