@@ -139,15 +139,24 @@ impl Schedule {
                 let local = after.to_zoned(self.zone.clone()).datetime();
                 let mut from = truncate_to_second(local.checked_add(1.second()).ok()?);
                 // A wall time the zone skips (a DST gap) never fires, as in robfig: search on
-                // from the wall time after the gap. A repeated one fires at its first instant.
+                // from the wall time after the gap. A repeated one (a fold) fires at its first
+                // instant after `after`: the second one when `after` lies between the two.
                 for _ in 0..GAPS_IN_A_ROW {
-                    let found = self.zone.to_ambiguous_zoned(fields.next_civil(from)?);
-                    let gap = matches!(found.offset(), AmbiguousOffset::Gap { .. });
-                    let zoned = found.compatible().ok()?;
-                    if !gap {
-                        return Some(zoned.timestamp());
+                    let civil = fields.next_civil(from)?;
+                    let found = self.zone.to_ambiguous_zoned(civil);
+                    match found.offset() {
+                        AmbiguousOffset::Unambiguous { .. } => {
+                            return Some(found.compatible().ok()?.timestamp());
+                        }
+                        AmbiguousOffset::Gap { .. } => from = found.compatible().ok()?.datetime(),
+                        AmbiguousOffset::Fold { .. } => {
+                            let instants = [found.clone().earlier().ok()?, found.later().ok()?];
+                            if let Some(zoned) = instants.into_iter().find(|z| z.timestamp() > after) {
+                                return Some(zoned.timestamp());
+                            }
+                            from = civil.checked_add(1.second()).ok()?;
+                        }
                     }
-                    from = zoned.datetime();
                 }
                 None
             }

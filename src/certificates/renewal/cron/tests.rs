@@ -23,6 +23,31 @@ fn next_activation_follows_robfig() {
             "2024-11-03T00:00:00Z",
             Some("2024-11-03T05:30:00Z"),
         ),
+        // Asked between the two 01:30s, the second one (EST, UTC-5) is the next: never a time
+        // before the one asked about.
+        (
+            "CRON_TZ=America/New_York 30 1 * * *",
+            "2024-11-03T06:00:00Z",
+            Some("2024-11-03T06:30:00Z"),
+        ),
+        // After the second 01:30, the next day's.
+        (
+            "CRON_TZ=America/New_York 30 1 * * *",
+            "2024-11-03T06:30:00Z",
+            Some("2024-11-04T06:30:00Z"),
+        ),
+        // Found by the property below: London repeats 01:00-02:00 on 2024-10-27; asked at the
+        // second 01:40 (GMT), the next :45 is the second 01:45, not the first (00:45Z).
+        (
+            "CRON_TZ=Europe/London 45 */1 * * *",
+            "2024-10-27T01:40:00Z",
+            Some("2024-10-27T01:45:00Z"),
+        ),
+        (
+            "CRON_TZ=Europe/London 45 */1 * * *",
+            "2024-10-27T00:40:00Z",
+            Some("2024-10-27T00:45:00Z"),
+        ),
         // Sao Paulo skipped midnight to 01:00 on 2005-10-16: 00:01 never happened.
         (
             "CRON_TZ=America/Sao_Paulo 1 */2 * * 0",
