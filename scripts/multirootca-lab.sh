@@ -60,6 +60,17 @@ make_pki() {
   done
 }
 
+# Whether process PID has a socket listening on 127.0.0.1:PORT (/proc/net/tcp: local address in
+# field 2, state 0A = LISTEN in field 4, the socket's inode in field 10).
+owns_listener() {
+  local pid=$1 local_addr inode
+  local_addr=$(printf '0100007F:%04X' "$2")
+  for inode in $(awk -v a="$local_addr" '$2 == a && $4 == "0A" { print $10 }' /proc/net/tcp); do
+    if ls -l "/proc/$pid/fd" 2>/dev/null | grep -qF "socket:[$inode]"; then return 0; fi
+  done
+  return 1
+}
+
 case "$cmd" in
 start)
   port=${3:?PORT}; mode=${4:-}
@@ -70,9 +81,10 @@ start)
   if [ "$mode" = tls ]; then scheme=https; tls=(-tls-cert host.pem -tls-key host-key.pem); fi
   multirootca -a "127.0.0.1:$port" -roots roots.conf "${tls[@]}" > multirootca.log 2>&1 &
   echo $! > multirootca.pid
-  # Ready when the port accepts connections (bash's /dev/tcp needs no curl).
+  # Ready when multirootca itself listens on the port, not merely something: the port was free
+  # when the caller chose it, but another process may have taken it since.
   for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    if owns_listener "$(cat multirootca.pid)" "$port"; then
       echo "URL=$scheme://127.0.0.1:$port KEY=$key CA=$PWD/root.pem PID=$(cat multirootca.pid)"
       exit 0
     fi

@@ -126,7 +126,8 @@ async fn empty_and_garbage_csr(backend: Backend) {
 
 async fn failover_from_dead_first_url(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let dead = format!("http://127.0.0.1:{}/", support::free_port());
+    let closed = support::ClosedPort::new();
+    let dead = format!("{}/", closed.url());
     let list = format!(" {dead} , {}/ ", ca.url);
     let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
     let signed = client.sign(csr("a.example").0.as_bytes()).await.unwrap();
@@ -139,11 +140,8 @@ async fn failover_from_dead_first_url(backend: Backend) {
 
 async fn all_urls_dead_is_retryable(backend: Backend) {
     let ca = Ca::start(backend, false).await;
-    let list = format!(
-        "http://127.0.0.1:{},http://127.0.0.1:{}",
-        support::free_port(),
-        support::free_port()
-    );
+    let closed = [support::ClosedPort::new(), support::ClosedPort::new()];
+    let list = format!("{},{}", closed[0].url(), closed[1].url());
     let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
     let err = assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Retryable);
     assert!(matches!(err, Error::Unreachable { .. }), "{err}");
@@ -391,7 +389,8 @@ mod misbehaving {
         const SECRET: &str = "s3cret-pw";
         let (recorder, heads) = recording_server().await;
         let creds = |base: &str| base.replacen("://", "://operator:s3cret-pw@", 1);
-        let dead = format!("http://127.0.0.1:{}", support::free_port());
+        let closed = support::ClosedPort::new();
+        let dead = closed.url();
         let tls_to_plain = recorder.replacen("http://", "https://", 1);
         let urls = [
             creds(&dead),

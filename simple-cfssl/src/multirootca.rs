@@ -33,12 +33,27 @@ impl Multirootca {
             .is_ok_and(|o| o.status.success())
     }
 
-    /// Builds a root and two intermediates and starts multirootca on a free port.
+    /// Builds a root and two intermediates and starts multirootca on a free port. The port is
+    /// free when chosen, yet another process may bind it before multirootca does; the lab then
+    /// fails (it waits for multirootca's own listener) and starts again on another port.
     pub fn start(tls: bool) -> anyhow::Result<Multirootca> {
         ensure!(
             Self::installed(),
             "multirootca and cfssl are needed: apt-get install golang-cfssl"
         );
+        let mut attempt = 1;
+        loop {
+            match Self::start_once(tls) {
+                Err(err) if attempt < 3 && format!("{err:#}").contains("address already in use") => {
+                    eprintln!("multirootca start {attempt}: its port was taken meanwhile; again on another");
+                    attempt += 1;
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn start_once(tls: bool) -> anyhow::Result<Multirootca> {
         let dir = tempfile::tempdir()?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let mut command = Command::new(script());

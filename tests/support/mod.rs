@@ -37,12 +37,21 @@ enum Guard {
     Simple(Option<simple_cfssl::Running>),
 }
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// A loopback port that refuses connections for as long as this lives: bound, never listening,
+/// so no other process can take it (a port found free and released could be).
+pub struct ClosedPort(tokio::net::TcpSocket);
+
+impl ClosedPort {
+    pub fn new() -> ClosedPort {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        ClosedPort(socket)
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.0.local_addr().unwrap())
+    }
 }
 
 impl Ca {

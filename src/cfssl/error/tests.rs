@@ -234,10 +234,10 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         content_type: "text/html".into(),
     };
     let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Bound but not listening: the port refuses connections and no one else can take it.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = socket.local_addr().unwrap();
     let refused = reqwest::Client::builder()
         .no_proxy()
         .build()
