@@ -804,7 +804,7 @@ fn kustomize_default_installs_crds_and_a_hardened_least_privilege_manager() {
 
 /// A throwaway overlay of config/default plus `components`, under the test's target directory.
 fn overlay_with(test: &str, components: &[&str]) -> Vec<Value> {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("overlay dir");
     let config = relative(&dir, &repo().join("config"));
     let mut kustomization = format!(

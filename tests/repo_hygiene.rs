@@ -11,8 +11,14 @@ use std::path::{Path, PathBuf};
 const SKIP: &[&str] = &["target", ".git", ".venv", ".e2e", ".work"];
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("readable tree") {
-        let path = entry.expect("dir entry").path();
+    // A scratch directory another test removes while this one walks is no longer the tree's.
+    let entries = match std::fs::read_dir(dir) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return,
+        entries => entries.expect("readable tree"),
+    };
+    for entry in entries {
+        let Ok(entry) = entry else { continue };
+        let path = entry.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if path.is_dir() {
             if !SKIP.contains(&name) {

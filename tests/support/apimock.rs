@@ -120,9 +120,10 @@ pub async fn finish<T>(task: tokio::task::JoinHandle<T>) -> T {
     bounded(task).await.expect("the reconcile task panicked")
 }
 
-/// The next request the client makes: method, path with query, JSON body.
+/// The next request the client makes: method, path with query, JSON body. Within
+/// [`SCENARIO_LIMIT`]: a real sign (a key, a CA) may come between two requests.
 pub async fn next(handle: &mut ApiHandle) -> (Method, String, Value, SendResponse<Response<Body>>) {
-    let (req, send) = tokio::time::timeout(Duration::from_secs(5), handle.next_request())
+    let (req, send) = tokio::time::timeout(SCENARIO_LIMIT, handle.next_request())
         .await
         .expect("an API request")
         .expect("the client is alive");
