@@ -21,7 +21,6 @@ use cfssl_issuer::pki::{MAX_CSR_BYTES, certificates_in, check_csr_pem, complete_
 use fuzz_harness::mutate::{self, Armour, Mutation};
 use http::StatusCode;
 use proptest::prelude::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
 
 /// A case may hold this many times its input's size at once: a parser copies the input a few
@@ -48,53 +47,22 @@ struct Pki {
     csrs: Vec<Vec<u8>>,
 }
 
-fn ca_params(cn: &str) -> CertificateParams {
-    let mut p = CertificateParams::new(vec![]).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(rcgen::DnType::CommonName, cn);
-    p
-}
-
-fn csr_der(alg: &'static rcgen::SignatureAlgorithm) -> Vec<u8> {
-    let key = KeyPair::generate_for(alg).unwrap();
-    let mut params = CertificateParams::new(vec!["svc.example.org".into(), "10.0.0.1".into()]).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "svc.example.org");
-    params.serialize_request(&key).unwrap().der().to_vec()
-}
-
+/// The material is fixed (made by `tests/data/fuzz/make.sh`), so a seed replays its cases.
 fn pki() -> &'static Pki {
     static PKI: OnceLock<Pki> = OnceLock::new();
-    PKI.get_or_init(|| {
-        let root_key = KeyPair::generate().unwrap();
-        let root = ca_params("root").self_signed(&root_key).unwrap();
-        let int_key = KeyPair::generate().unwrap();
-        let int = ca_params("int")
-            .signed_by(&int_key, &Issuer::new(ca_params("root"), &root_key))
-            .unwrap();
-        let leaf_key = KeyPair::generate().unwrap();
-        let mut leaf_params = CertificateParams::new(vec!["svc.example.org".into()]).unwrap();
-        leaf_params.use_authority_key_identifier_extension = true;
-        let leaf = leaf_params
-            .signed_by(&leaf_key, &Issuer::new(ca_params("int"), &int_key))
-            .unwrap();
-        let csrs = [
-            &rcgen::PKCS_ECDSA_P256_SHA256,
-            &rcgen::PKCS_ECDSA_P384_SHA384,
-            &rcgen::PKCS_ED25519,
-            &rcgen::PKCS_RSA_SHA256,
+    PKI.get_or_init(|| Pki {
+        root: include_bytes!("data/fuzz/root.der").to_vec(),
+        int: include_bytes!("data/fuzz/int.der").to_vec(),
+        leaf: include_bytes!("data/fuzz/leaf.der").to_vec(),
+        leaf_key: include_bytes!("data/fuzz/leaf-spki.der").to_vec(),
+        csrs: [
+            &include_bytes!("data/fuzz/csr-p256.der")[..],
+            include_bytes!("data/fuzz/csr-p384.der"),
+            include_bytes!("data/fuzz/csr-ed25519.der"),
+            include_bytes!("data/fuzz/csr-rsa.der"),
         ]
-        .into_iter()
-        .map(csr_der)
-        .collect();
-        Pki {
-            root: root.der().to_vec(),
-            int: int.der().to_vec(),
-            leaf: leaf.der().to_vec(),
-            leaf_key: rcgen::PublicKeyData::subject_public_key_info(&leaf_key),
-            csrs,
-        }
+        .map(<[u8]>::to_vec)
+        .to_vec(),
     })
 }
 

@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use simple_cfssl::{Config, Decisions, MAX_BODY};
 use time::OffsetDateTime;
+use x509_parser::certification_request::X509CertificationRequest;
+use x509_parser::prelude::FromDer;
 
 const KEY: &str = "0123456789abcdef0123456789abcdef";
 
@@ -49,13 +51,12 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let ca = Decisions::new(&Config::test_default(KEY), OffsetDateTime::now_utc()).unwrap();
-        let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(vec!["svc.example.org".into()]).unwrap();
-        Fixture {
-            ca,
-            csr_der: params.serialize_request(&key).unwrap().der().to_vec(),
-            csr_key: rcgen::PublicKeyData::subject_public_key_info(&key),
-        }
+        // A fixed CSR (the workspace's fuzz material, tests/data/fuzz/make.sh), so a seed
+        // replays the same requests.
+        let csr_der = include_bytes!("../../tests/data/fuzz/csr-p256.der").to_vec();
+        let (_, csr) = X509CertificationRequest::from_der(&csr_der).unwrap();
+        let csr_key = csr.certification_request_info.subject_pki.raw.to_vec();
+        Fixture { ca, csr_der, csr_key }
     })
 }
 
