@@ -127,7 +127,8 @@ fn main() {
             .collect();
         {
             for i in 0..n {
-                ctx.signings
+                ctx.kept
+                    .signings
                     .insert(&format!("uid-{i}"), Signing::Unsaved(chain.clone()));
             }
         }
@@ -140,7 +141,8 @@ fn main() {
         }
         let elapsed = start.elapsed();
         assert!(
-            ctx.signings
+            ctx.kept
+                .signings
                 .snapshot()
                 .values()
                 .all(|s| matches!(s, Signing::Saved { .. })),

@@ -526,7 +526,7 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     .unwrap();
     no_more_requests(&mut api).await;
     assert!(
-        ctx.requests.signings.snapshot().is_empty(),
+        ctx.requests.kept.signings.snapshot().is_empty(),
         "the kept chain is dropped once seen"
     );
     assert_eq!(ca.issued_count(), Some(1));

@@ -376,13 +376,13 @@ async fn allowed_requester_is_signed_once_and_a_stale_replay_does_nothing() {
     // The cache still shows the CSR before the write: nothing is asked, written or signed.
     assert_eq!(reconcile(&csr, &ctx).await, Action::await_change());
     assert_eq!(
-        ctx.csrs.signings.snapshot().len(),
+        ctx.csrs.kept.signings.snapshot().len(),
         1,
         "held until the cache shows the write"
     );
-    ctx.csrs.forget("uid-signed");
+    ctx.csrs.kept.forget("uid-signed");
     assert!(
-        ctx.csrs.signings.snapshot().is_empty(),
+        ctx.csrs.kept.signings.snapshot().is_empty(),
         "a deleted CSR leaves nothing behind"
     );
     no_more_requests(&mut handle).await;
@@ -446,17 +446,18 @@ async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
         kcsr("c", signer, APPROVED, &pem),
     );
     for uid in ["uid-a", "uid-b", "uid-c"] {
-        ctx.csrs.signings.insert(uid, Signing::InFlight);
+        ctx.csrs.kept.signings.insert(uid, Signing::InFlight);
         ctx.csrs
+            .kept
             .memory
             .failed(uid, "2026-11-22T10:00:00Z".parse().unwrap());
     }
     let kept = |ctx: &Contexts| {
-        let mut uids: Vec<String> = ctx.csrs.signings.snapshot().into_keys().collect();
+        let mut uids: Vec<String> = ctx.csrs.kept.signings.snapshot().into_keys().collect();
         uids.sort();
         let windows: Vec<bool> = uids
             .iter()
-            .map(|u| ctx.csrs.memory.first_failure(u).is_some())
+            .map(|u| ctx.csrs.kept.memory.first_failure(u).is_some())
             .collect();
         (uids, windows)
     };

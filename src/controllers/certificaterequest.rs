@@ -20,17 +20,17 @@ use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
 pub use self::observe::{request_key, request_view};
-use self::plan::{Decision, Memo, Waiting, Window, Work};
+use self::plan::{Decision, Memo, Waiting, Work};
 pub use self::signing::{Signings, expiry_labels};
 pub use self::wiring::controller;
-use super::backoff::Backoff;
 use super::context::Shared;
 use super::events::Events;
-use super::memory::{ExpiryOwners, RequestMemory};
+use super::kept::Kept;
+use super::memory::ExpiryOwners;
 use super::plan::{self as plans, Next, Target};
 use super::signer::Signer;
 use super::status::FieldManager;
-use super::{Error, Recheck, default_backoff};
+use super::{Error, Recheck};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{ClusterIssuer, Issuer, IssuerKind};
 use crate::telemetry::metrics::Controller;
@@ -41,12 +41,8 @@ pub struct RequestContext {
     pub signer: Arc<Signer>,
     pub issuers: Store<Issuer>,
     pub cluster_issuers: Store<ClusterIssuer>,
-    /// By request UID.
-    pub backoff: Backoff<String>,
-    /// Requests this process is signing or has signed, until the cache shows the write.
-    pub signings: Signings,
-    /// Retry windows and approval notices, by request UID.
-    pub memory: RequestMemory,
+    /// Backoff, sign, retry window and approval notice, by request UID.
+    pub kept: Kept,
     /// The request each expiry series stands for.
     pub expiry: ExpiryOwners,
     /// Asks the issuer controllers to check an issuer again now.
@@ -63,13 +59,11 @@ impl RequestContext {
     ) -> Self {
         RequestContext {
             events: Events::per_event(shared.client.clone(), shared.clock.clone()),
-            signings: Signings::counted_on(shared.metrics.signed_unsaved.clone()),
+            kept: Kept::new(shared.metrics.signed_unsaved.clone()),
             shared,
             signer,
             issuers,
             cluster_issuers,
-            backoff: default_backoff(),
-            memory: RequestMemory::default(),
             expiry: ExpiryOwners::default(),
             recheck,
         }
@@ -85,7 +79,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<RequestContext>) ->
     let request = request_view(&cr);
     let uid = request_key(&cr);
     let version = cr.metadata.resource_version.as_deref();
-    let held = ctx.signings.held(&uid, version, request.has_certificate());
+    let held = ctx.kept.signings.held(&uid, version, request.has_certificate());
     let step = decide::decide(&request, &issuer, ctx.shared.config.approval_required);
     let step = decide::guard(step, request.has_certificate(), &held);
     tracing::debug!(
@@ -94,7 +88,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<RequestContext>) ->
         ?step,
         "request reconciled"
     );
-    let announced = ctx.memory.is_announced(&uid);
+    let announced = ctx.kept.memory.is_announced(&uid);
     let decision = plan::for_step(step, &request, &held, announced, ctx.shared.now());
     let decision = match decision.plan.next {
         Next::Work(Work::Sign(kind)) => {
@@ -114,7 +108,7 @@ pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<RequestCo
         .metrics
         .reconcile_failed(Controller::CertificateRequest);
     tracing::warn!(request = %format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any()), error = %err, "reconcile failed");
-    Action::requeue(ctx.backoff.next(request_key(&cr)))
+    Action::requeue(ctx.kept.backoff.next(request_key(&cr)))
 }
 
 /// Act: memory, writes, then the next move.
@@ -126,9 +120,12 @@ async fn act(
 ) -> Result<Action, Error> {
     let Decision { plan, memo } = decision;
     remember_before(ctx, uid, memo);
-    if let Next::Work(Work::RecheckIssuer(kind)) = plan.next {
+    let recheck = if let Next::Work(Work::RecheckIssuer(kind)) = plan.next {
         let _ = ctx.recheck.send(recheck_of(cr, kind));
-    }
+        true
+    } else {
+        false
+    };
     let target = Target {
         client: &ctx.shared.client,
         object: cr,
@@ -136,29 +133,18 @@ async fn act(
         events: &ctx.events,
     };
     let (written, next) = plans::execute(target, plan).await?;
-    if memo.hold_written {
-        ctx.signings.saved(uid, written);
-    }
-    if memo.window == Window::Close {
-        ctx.backoff.reset(uid);
-        ctx.memory.settled(uid);
-    }
-    Ok(match next {
-        Next::Work(Work::RecheckIssuer(_)) => Action::requeue(ctx.backoff.next(uid.to_string())),
-        next => plans::requeue(&next, || ctx.backoff.next(uid.to_string())),
-    })
+    ctx.kept.written(uid, memo.hold_written, memo.window, written);
+    Ok(ctx.kept.requeue(uid, &next, recheck))
 }
 
 /// The memory updates that come before the writes.
 fn remember_before(ctx: &RequestContext, uid: &str, memo: Memo) {
     match memo.waiting {
         Waiting::Unchanged => {}
-        Waiting::Announced => ctx.memory.announced(uid),
-        Waiting::Over => ctx.memory.stopped_waiting(uid),
+        Waiting::Announced => ctx.kept.memory.announced(uid),
+        Waiting::Over => ctx.kept.memory.stopped_waiting(uid),
     }
-    if memo.window == Window::Open {
-        ctx.memory.failed(uid, ctx.shared.now());
-    }
+    ctx.kept.opened(uid, memo.window, ctx.shared.now());
 }
 
 /// The issuer of `kind` a request names, to check again.

@@ -22,21 +22,18 @@ use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
 use self::decide::{Access, CsrView, IssuerReadiness};
-use self::plan::{Decision, Memo, Work};
+use self::plan::{Decision, Work};
 use self::signer_name::SignerRef;
 pub use self::wiring::controller;
-use super::backoff::Backoff;
 use super::certificaterequest::decide::Outcome;
-use super::certificaterequest::plan::Window;
 use super::context::Shared;
 use super::events::Events;
-use super::memory::RequestMemory;
+use super::kept::Kept;
 use super::plan::{self as plans, Next, Target};
 use super::signer::Signer;
-use super::signings::Signings;
 use super::status::FieldManager;
 use super::watches::Relist;
-use super::{Error, Recheck, default_backoff};
+use super::{Error, Recheck};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer};
 use crate::telemetry::metrics::Controller;
 
@@ -48,11 +45,8 @@ pub struct CsrContext {
     pub cluster_issuers: Store<ClusterIssuer>,
     /// Whether `issuers.<group>/<namespace>.<name>` signer names are ours.
     pub namespaced: bool,
-    /// By CSR UID.
-    pub backoff: Backoff<String>,
-    pub signings: Signings,
-    /// Retry windows, by CSR UID.
-    pub memory: RequestMemory,
+    /// Backoff, sign and retry window, by CSR UID.
+    pub kept: Kept,
     pub recheck: mpsc::UnboundedSender<Recheck>,
     events: Events,
 }
@@ -66,35 +60,24 @@ impl CsrContext {
     ) -> Self {
         CsrContext {
             events: Events::per_event(shared.client.clone(), shared.clock.clone()),
-            signings: Signings::counted_on(shared.metrics.signed_unsaved.clone()),
+            kept: Kept::new(shared.metrics.signed_unsaved.clone()),
             namespaced: shared.config.kubernetes_csr.is_some_and(|c| c.namespaced_signers),
             shared,
             signer,
             issuers,
             cluster_issuers,
-            backoff: default_backoff(),
-            memory: RequestMemory::default(),
             recheck,
         }
-    }
-
-    /// Forgets what is kept of a deleted CSR (its sign, retry window and backoff).
-    pub fn forget(&self, uid: &str) {
-        self.signings.forget(uid);
-        self.memory.forget(uid);
-        self.backoff.reset(uid);
     }
 
     /// Follows one event of the CSR watch (ours only): forgets a deleted CSR and, at the end
     /// of a relist, every CSR it did not bring (deleted while the watch was away).
     pub fn follow(&self, event: &watcher::Event<CertificateSigningRequest>, relist: &mut Relist) {
         if let watcher::Event::Delete(csr) = event {
-            self.forget(&key(csr));
+            self.kept.forget(&key(csr));
         }
         if let Some(live) = relist.observe(event, |csr| Some(key(csr))) {
-            self.backoff.retain(|uid| live.contains(uid));
-            self.signings.retain(|uid| live.contains(uid));
-            self.memory.retain(&live);
+            self.kept.retain(&live);
         }
     }
 
@@ -126,7 +109,10 @@ pub async fn reconcile(csr: Arc<CertificateSigningRequest>, ctx: Arc<CsrContext>
         signer,
     };
     let version = csr.metadata.resource_version.as_deref();
-    let held = ctx.signings.held(&seen.uid, version, seen.view.has_certificate);
+    let held = ctx
+        .kept
+        .signings
+        .held(&seen.uid, version, seen.view.has_certificate);
     let issuer = observe::issuer_readiness(&seen.signer, &ctx);
     let access = Access::for_signer(&seen.signer);
     let mut decision = decided(&seen, &issuer, &access, &held, &ctx);
@@ -162,17 +148,16 @@ pub fn error_policy(csr: Arc<CertificateSigningRequest>, err: &Error, ctx: Arc<C
         .metrics
         .reconcile_failed(Controller::CertificateSigningRequest);
     tracing::warn!(csr = %csr.name_any(), error = %err, "reconcile failed");
-    Action::requeue(ctx.backoff.next(key(&csr)))
+    Action::requeue(ctx.kept.backoff.next(key(&csr)))
 }
 
 /// Act: memory, writes, then the next move.
 async fn act(seen: &Seen<'_>, decision: Decision, ctx: &CsrContext) -> Result<Action, Error> {
     let Decision { plan, memo } = decision;
     let uid = seen.uid.as_str();
-    if memo.window == Window::Open {
-        ctx.memory.failed(uid, ctx.shared.now());
-    }
-    if plan.next == Next::Work(Work::RecheckIssuer) {
+    ctx.kept.opened(uid, memo.window, ctx.shared.now());
+    let recheck = plan.next == Next::Work(Work::RecheckIssuer);
+    if recheck {
         let _ = ctx.recheck.send(recheck_of(&seen.signer));
     }
     let target = Target {
@@ -182,26 +167,13 @@ async fn act(seen: &Seen<'_>, decision: Decision, ctx: &CsrContext) -> Result<Ac
         events: &ctx.events,
     };
     let (written, next) = plans::execute(target, plan).await?;
-    remember_after(ctx, uid, memo, written);
-    Ok(match next {
-        Next::Work(Work::RecheckIssuer) => Action::requeue(ctx.backoff.next(uid.to_string())),
-        next => plans::requeue(&next, || ctx.backoff.next(uid.to_string())),
-    })
-}
-
-fn remember_after(ctx: &CsrContext, uid: &str, memo: Memo, written: Option<String>) {
-    if memo.hold_written {
-        ctx.signings.saved(uid, written);
-    }
-    if memo.window == Window::Close {
-        ctx.backoff.reset(uid);
-        ctx.memory.settled(uid);
-    }
+    ctx.kept.written(uid, memo.hold_written, memo.window, written);
+    Ok(ctx.kept.requeue(uid, &next, recheck))
 }
 
 /// Signs the CSR with the issuer it names, once; `None` when a sign of it is in flight or done.
 async fn sign(seen: &Seen<'_>, ctx: &CsrContext) -> Option<Outcome> {
-    let flight = ctx.signings.begin(&seen.uid)?;
+    let flight = ctx.kept.signings.begin(&seen.uid)?;
     let signer = &seen.signer;
     let outcome = match &signer.namespace {
         Some(ns) => {
@@ -224,7 +196,7 @@ async fn sign_with<K: AnyIssuer>(seen: &Seen<'_>, issuer: Option<&K>, ctx: &CsrC
     let Some(issuer) = issuer else {
         return Outcome::Retry(format!("{} disappeared", seen.signer.describe()));
     };
-    let first_failure = ctx.memory.first_failure(&seen.uid);
+    let first_failure = ctx.kept.memory.first_failure(&seen.uid);
     let (outcome, _) = ctx
         .signer
         .sign(issuer, &seen.csr.spec.request.0, first_failure)

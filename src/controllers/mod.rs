@@ -12,6 +12,7 @@ pub mod context;
 pub mod csr;
 pub mod events;
 pub mod issuer;
+pub mod kept;
 pub mod memory;
 pub mod plan;
 mod run;

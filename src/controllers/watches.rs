@@ -108,15 +108,13 @@ pub fn request_event(
         // stale object before this event may still run, and only that entry stops it from
         // signing again (e2e_once's issuer churn signed 502 of 500 without it).
         Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
-            settle(ctx, &request_key(cr));
+            ctx.kept.settle(&request_key(cr));
         }
         _ => {}
     }
     let ours = |cr: &CertificateRequest| is_ours(cr).then(|| request_key(cr));
     if let Some(live) = relist.observe(&event, ours) {
-        ctx.backoff.retain(|uid| live.contains(uid));
-        ctx.signings.retain(|uid| live.contains(uid));
-        ctx.memory.retain(&live);
+        ctx.kept.retain(&live);
         for labels in ctx.expiry.retain(&live) {
             ctx.shared.metrics.certificate_expiry.remove(&labels);
         }
@@ -152,18 +150,11 @@ impl Relist {
     }
 }
 
-/// Drops the backoff and memory of a request that will not be reconciled again.
-fn settle(ctx: &RequestContext, uid: &str) {
-    ctx.backoff.reset(uid);
-    ctx.memory.forget(uid);
-}
-
 /// Drops what the manager holds for a deleted request: backoff, memory, what signing held and
 /// its expiry series.
 pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
-    settle(ctx, &uid);
-    ctx.signings.forget(&uid);
+    ctx.kept.forget(&uid);
     if let Some(issuer) = issuer_key_of(cr) {
         let labels = expiry_labels(cr, &issuer);
         if ctx.expiry.release(&labels, &uid) {

@@ -10,6 +10,7 @@ use super::decide::{Held, Outcome, RequestView, Step};
 use crate::api::certmanager::{CertificateRequest, CertificateRequestCondition, RequestReason};
 use crate::api::{ConditionStatus, IssuerKind, READY, WritableCondition};
 use crate::controllers::events::{Notice, reason};
+use crate::controllers::kept::Window;
 use crate::controllers::plan::{Next, Plan};
 use crate::controllers::status::document;
 use crate::pki::Chain;
@@ -31,7 +32,7 @@ pub struct Decision {
     pub memo: Memo,
 }
 
-/// Memory updates, by request UID (see `controllers::memory` and `Signings`).
+/// Memory updates, by request UID (see `controllers::kept`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Memo {
     pub waiting: Waiting,
@@ -51,17 +52,6 @@ pub enum Waiting {
     Announced,
     /// No longer waiting for approval.
     Over,
-}
-
-/// The retry window of a failing request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Window {
-    #[default]
-    Unchanged,
-    /// A retryable failure now (an earlier one stays the start), before the write.
-    Open,
-    /// Signed or failed for good, after the write: backoff and window close.
-    Close,
 }
 
 /// How long a request waits for approval before its `WaitingForApproval` Event. cert-manager's

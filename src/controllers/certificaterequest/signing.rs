@@ -20,7 +20,7 @@ pub async fn sign(
     kind: IssuerKind,
     ctx: &RequestContext,
 ) -> Option<Outcome> {
-    let flight = ctx.signings.begin(uid)?;
+    let flight = ctx.kept.signings.begin(uid)?;
     let name = &cr.spec.issuer_ref.name;
     let outcome = match kind {
         IssuerKind::Issuer => {
@@ -50,7 +50,7 @@ async fn sign_with<K: AnyIssuer>(
         return Outcome::Retry(format!("{} {:?} disappeared", K::KIND, cr.spec.issuer_ref.name));
     };
     // The retry window starts at the first failed sign, not at creation.
-    let first_failure = ctx.memory.first_failure(uid);
+    let first_failure = ctx.kept.memory.first_failure(uid);
     let (outcome, not_after) = ctx.signer.sign(issuer, &cr.spec.request.0, first_failure).await;
     if let (Outcome::Issued(_), Some(not_after)) = (&outcome, not_after) {
         record_expiry(ctx, cr, &signer::key(issuer), not_after);

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::decide::{Invalid, Step, reason};
 use crate::controllers::certificaterequest::decide::Outcome;
-use crate::controllers::certificaterequest::plan::Window;
 use crate::controllers::events::{Notice, reason as common};
+use crate::controllers::kept::Window;
 use crate::controllers::plan::{Next, Plan};
 use crate::controllers::status::document;
 use crate::pki::Chain;

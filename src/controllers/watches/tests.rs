@@ -263,10 +263,10 @@ async fn a_deleted_request_is_forgotten() {
     let other = request("api-1", crate::api::GROUP, "api");
     for cr in [&old, &new, &other] {
         let uid = request_key(cr);
-        ctx.requests.backoff.next(uid.clone());
-        ctx.requests.memory.failed(&uid, ctx.shared.now());
-        ctx.requests.memory.announced(&uid);
-        ctx.requests.signings.insert(
+        ctx.requests.kept.backoff.next(uid.clone());
+        ctx.requests.kept.memory.failed(&uid, ctx.shared.now());
+        ctx.requests.kept.memory.announced(&uid);
+        ctx.requests.kept.signings.insert(
             &uid,
             Signing::Unsaved(Chain {
                 certificates: "c".into(),
@@ -296,9 +296,9 @@ async fn a_deleted_request_is_forgotten() {
     );
 
     request_event(Event::Delete(old.clone()), &ctx.requests, &mut Relist::default());
-    assert_eq!(ctx.requests.backoff.len(), 2);
-    assert_eq!(ctx.requests.signings.snapshot().len(), 2);
-    assert_eq!(ctx.requests.memory.len(), 4);
+    assert_eq!(ctx.requests.kept.backoff.len(), 2);
+    assert_eq!(ctx.requests.kept.signings.snapshot().len(), 2);
+    assert_eq!(ctx.requests.kept.memory.len(), 4);
     assert!(has(&new), "the series shows web-2's signature, not web-1's");
 
     request_event(Event::Delete(new.clone()), &ctx.requests, &mut Relist::default());
@@ -310,9 +310,9 @@ async fn a_deleted_request_is_forgotten() {
         &ctx.requests,
         &mut Relist::default(),
     );
-    assert!(ctx.requests.backoff.is_empty());
-    assert!(ctx.requests.signings.snapshot().is_empty());
-    assert!(ctx.requests.memory.is_empty());
+    assert!(ctx.requests.kept.backoff.is_empty());
+    assert!(ctx.requests.kept.signings.snapshot().is_empty());
+    assert!(ctx.requests.kept.memory.is_empty());
     assert!(!has(&other));
 }
 
@@ -327,9 +327,9 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     let labels = expiry_labels(&issued, "Issuer/apps/ca");
     for cr in [&issued, &pending] {
         let uid = request_key(cr);
-        ctx.requests.backoff.next(uid.clone());
-        ctx.requests.memory.announced(&uid);
-        ctx.requests.signings.saved(&uid, Some("7".into()));
+        ctx.requests.kept.backoff.next(uid.clone());
+        ctx.requests.kept.memory.announced(&uid);
+        ctx.requests.kept.signings.saved(&uid, Some("7".into()));
     }
     ctx.shared
         .metrics
@@ -354,14 +354,14 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     );
     let pending_uid = request_key(&pending);
     assert_eq!(
-        ctx.requests.signings.snapshot().len(),
+        ctx.requests.kept.signings.snapshot().len(),
         2,
         "the Saved entry guards until the delete"
     );
-    assert_eq!(ctx.requests.backoff.len(), 1);
-    assert_eq!(ctx.requests.memory.len(), 1);
-    assert!(ctx.requests.memory.is_announced(&pending_uid));
-    assert!(!ctx.requests.memory.is_announced(&request_key(&issued)));
+    assert_eq!(ctx.requests.kept.backoff.len(), 1);
+    assert_eq!(ctx.requests.kept.memory.len(), 1);
+    assert!(ctx.requests.kept.memory.is_announced(&pending_uid));
+    assert!(!ctx.requests.kept.memory.is_announced(&request_key(&issued)));
     assert!(ctx.shared.metrics.certificate_expiry.get(&labels).is_some());
     assert_eq!(ctx.requests.expiry.len(), 1);
 }
@@ -458,9 +458,9 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
             .get_or_create(&series(cr))
             .set(1.0);
         ctx.requests.expiry.set(series(cr), &uid);
-        ctx.requests.backoff.next(uid.clone());
-        ctx.requests.memory.failed(&uid, ctx.shared.now());
-        ctx.requests.signings.insert(
+        ctx.requests.kept.backoff.next(uid.clone());
+        ctx.requests.kept.memory.failed(&uid, ctx.shared.now());
+        ctx.requests.kept.signings.insert(
             &uid,
             Signing::Unsaved(Chain {
                 certificates: "c".into(),
@@ -477,18 +477,18 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     for event in events {
         request_event(event, &ctx.requests, &mut relist);
         assert_eq!(
-            ctx.requests.backoff.len(),
+            ctx.requests.kept.backoff.len(),
             2,
             "nothing swept before the relist ends"
         );
     }
     request_event(Event::InitDone, &ctx.requests, &mut relist);
     let uid = request_key(&live);
-    assert_eq!(ctx.requests.backoff.len(), 1);
-    assert!(ctx.requests.memory.first_failure(&uid).is_some());
-    assert_eq!(ctx.requests.memory.len(), 1);
+    assert_eq!(ctx.requests.kept.backoff.len(), 1);
+    assert!(ctx.requests.kept.memory.first_failure(&uid).is_some());
+    assert_eq!(ctx.requests.kept.memory.len(), 1);
     assert_eq!(
-        ctx.requests.signings.snapshot().keys().collect::<Vec<_>>(),
+        ctx.requests.kept.signings.snapshot().keys().collect::<Vec<_>>(),
         [&uid]
     );
     let metrics = &ctx.shared.metrics;
@@ -497,7 +497,7 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     assert_eq!(ctx.requests.expiry.len(), 1);
     // Outside a relist, nothing is swept.
     request_event(Event::InitDone, &ctx.requests, &mut relist);
-    assert_eq!(ctx.requests.backoff.len(), 1);
+    assert_eq!(ctx.requests.kept.backoff.len(), 1);
 }
 
 #[tokio::test]
