@@ -95,6 +95,20 @@ impl SecretIndex {
                 .contains_key(&(namespace.to_string(), name.to_string()))
     }
 
+    /// Whether the watch, having listed every Secret, last saw `namespace/name` at another
+    /// version than `version` (or saw it deleted): a cached copy is then not to be trusted.
+    /// The labelled-Secret cache and this watch are separate streams, and a delete reaches the
+    /// Certificate controllers through this one only (a shared reflector passes on no deletes).
+    pub fn differs(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
+        let state = self.read();
+        state.synced
+            && state
+                .versions
+                .get(&(namespace.to_string(), name.to_string()))
+                .map(String::as_str)
+                != version
+    }
+
     /// The resourceVersion the watch last saw of `namespace/name`, once it has listed every
     /// Secret.
     pub fn version(&self, namespace: &str, name: &str) -> Option<String> {
@@ -338,6 +352,33 @@ mod tests {
         for (i, (event, want)) in steps.into_iter().enumerate() {
             index.apply(&event);
             assert_eq!([seen("a"), seen("b")], want, "step {i}");
+        }
+    }
+
+    /// A cached copy is doubted only once the watch has listed everything and saw the Secret
+    /// at another version, or deleted.
+    #[test]
+    fn a_cached_copy_differs_from_what_the_watch_saw() {
+        let index = SecretIndex::default();
+        index.apply(&watcher::Event::Init);
+        index.apply(&watcher::Event::InitApply(meta("a", "1")));
+        assert!(!index.differs("ns", "a", Some("0")), "not listed yet: no opinion");
+        index.apply(&watcher::Event::InitDone);
+        index.apply(&watcher::Event::Apply(meta("b", "2")));
+        index.apply(&watcher::Event::Delete(meta("b", "3")));
+        let table = [
+            ("a", Some("1"), false),
+            ("a", Some("0"), true),
+            ("a", None, true),
+            ("b", Some("2"), true),
+            ("c", None, false),
+        ];
+        for (name, cached, want) in table {
+            assert_eq!(
+                index.differs("ns", name, cached),
+                want,
+                "{name} cached at {cached:?}"
+            );
         }
     }
 }

@@ -119,7 +119,9 @@ pub fn next_key(
 
 /// The Secret named `name` in `crt`'s namespace: from the cache of labelled Secrets, else read
 /// live (a Secret the user made, not labelled yet) unless the metadata watch says it does not
-/// exist; `None` when it does not.
+/// exist; `None` when it does not. A cached copy the metadata watch has seen change or go since
+/// is read live too: that watch may be ahead of the cache, and its delete may be the only news
+/// of one (a missed delete left a deleted Secret unreissued until renewal).
 pub async fn secret_named(
     ctx: &CertificateContext,
     crt: &Certificate,
@@ -127,7 +129,11 @@ pub async fn secret_named(
 ) -> Result<Option<Secret>, Error> {
     let namespace = crt.namespace().unwrap_or_default();
     if let Some(secret) = ctx.secrets.get(&ObjectRef::new(name).within(&namespace)) {
-        return Ok(Some((*secret).clone()));
+        let cached = secret.metadata.resource_version.as_deref();
+        if !ctx.secret_names.differs(&namespace, name, cached) {
+            return Ok(Some((*secret).clone()));
+        }
+        return live_secret(ctx, &namespace, name).await;
     }
     if ctx.secret_names.surely_absent(&namespace, name) {
         return Ok(None);
