@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
-use cfssl_issuer::controllers::certificaterequest::decide::Signing;
+use cfssl_issuer::controllers::signing::once::Signing;
 use cfssl_issuer::controllers::{Config, Contexts, certificaterequest};
 use cfssl_issuer::pki::Chain;
 use http::{Request, Response};
@@ -127,7 +127,8 @@ fn main() {
             .collect();
         {
             for i in 0..n {
-                ctx.kept
+                ctx.core
+                    .ledger
                     .signings
                     .insert(&format!("uid-{i}"), Signing::Unsaved(chain.clone()));
             }
@@ -141,7 +142,8 @@ fn main() {
         }
         let elapsed = start.elapsed();
         assert!(
-            ctx.kept
+            ctx.core
+                .ledger
                 .signings
                 .snapshot()
                 .values()

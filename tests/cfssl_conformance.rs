@@ -375,7 +375,7 @@ mod misbehaving {
             );
             assert!(err.to_string().contains(want), "{err}");
             assert_eq!(
-                cfssl_issuer::controllers::signer::blame(&err),
+                cfssl_issuer::controllers::signing::blame(&err),
                 cfssl_issuer::api::ReadyReason::CaUnreachable,
                 "{status}"
             );

@@ -371,7 +371,7 @@ async fn an_old_request_gets_its_whole_retry_window() {
     expect_event(&mut api, "apps", "RetryableError").await;
     finish(task).await.unwrap();
     assert_eq!(
-        ctx.requests.kept.memory.first_failure(&uid),
+        ctx.requests.core.ledger.memory.first_failure(&uid),
         Some("2026-11-22T10:00:00Z".parse().unwrap()),
         "the window starts now, at the first failure"
     );
@@ -387,7 +387,7 @@ async fn an_old_request_gets_its_whole_retry_window() {
     finish(task).await.unwrap();
     assert_eq!(body["status"]["conditions"][0]["reason"], "Issued");
     assert_eq!(
-        ctx.requests.kept.memory.first_failure(&uid),
+        ctx.requests.core.ledger.memory.first_failure(&uid),
         None,
         "closed on success"
     );

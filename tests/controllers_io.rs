@@ -271,7 +271,7 @@ async fn healthy_issuer_is_rechecked_at_the_interval_and_unchanged_status_is_not
 // The Go issuer's CRDs: conditions without observedGeneration.
 
 use cfssl_issuer::api::IssuerKind;
-use cfssl_issuer::controllers::status::schema::ObservedGeneration;
+use cfssl_issuer::controllers::kit::status::schema::ObservedGeneration;
 
 /// One issuer reconcile whose Secret is missing; returns the status apply body.
 async fn issuer_status_apply(
@@ -526,7 +526,7 @@ async fn stale_cache_replay_after_issued_neither_signs_again_nor_drops_the_certi
     .unwrap();
     no_more_requests(&mut api).await;
     assert!(
-        ctx.requests.kept.signings.snapshot().is_empty(),
+        ctx.requests.core.ledger.signings.snapshot().is_empty(),
         "the kept chain is dropped once seen"
     );
     assert_eq!(ca.issued_count(), Some(1));
@@ -588,7 +588,7 @@ async fn lost_issued_write_is_retried_with_the_same_chain_even_when_the_issuer_i
 
 /// The value of `cfssl_issuer_signed_unsaved_certificates` as the metrics endpoint shows it.
 fn unsaved_gauge(ctx: &certificaterequest::RequestContext) -> String {
-    let text = ctx.shared.metrics.render().unwrap();
+    let text = ctx.core.shared.metrics.render().unwrap();
     let line = text
         .lines()
         .find(|l| l.starts_with("cfssl_issuer_signed_unsaved_certificates "))
@@ -665,9 +665,9 @@ async fn the_credential_secret_is_read_again_only_when_its_version_changes() {
     use kube::runtime::watcher::Event;
     let ca = issuer("apps", "ca", "http://127.0.0.1:1");
     let (ctx, mut handle) = context(vec![ca.clone()], vec![]);
-    let signer = ctx.requests.signer.clone();
+    let signer = ctx.signer.clone();
     let seen = |version: &str| {
-        let mut meta = cfssl_issuer::controllers::wiring::SecretMeta::default();
+        let mut meta = cfssl_issuer::controllers::kit::secrets::SecretMeta::default();
         meta.metadata.namespace = Some("apps".into());
         meta.metadata.name = Some("creds".into());
         meta.metadata.resource_version = Some(version.into());

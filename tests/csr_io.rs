@@ -376,13 +376,13 @@ async fn allowed_requester_is_signed_once_and_a_stale_replay_does_nothing() {
     // The cache still shows the CSR before the write: nothing is asked, written or signed.
     assert_eq!(reconcile(&csr, &ctx).await, Action::await_change());
     assert_eq!(
-        ctx.csrs.kept.signings.snapshot().len(),
+        ctx.csrs.core.ledger.signings.snapshot().len(),
         1,
         "held until the cache shows the write"
     );
-    ctx.csrs.kept.forget("uid-signed");
+    ctx.csrs.core.ledger.forget("uid-signed");
     assert!(
-        ctx.csrs.kept.signings.snapshot().is_empty(),
+        ctx.csrs.core.ledger.signings.snapshot().is_empty(),
         "a deleted CSR leaves nothing behind"
     );
     no_more_requests(&mut handle).await;
@@ -434,8 +434,8 @@ async fn a_lost_certificate_write_is_written_again_without_a_second_sign() {
 /// every CSR it does not bring (deleted while the watch was away). No API request either way.
 #[tokio::test]
 async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
-    use cfssl_issuer::controllers::signings::Signing;
-    use cfssl_issuer::controllers::watches::Relist;
+    use cfssl_issuer::controllers::kit::wiring::Relist;
+    use cfssl_issuer::controllers::signing::once::Signing;
     use kube::runtime::watcher::Event;
     let (pem, _) = support::csr("client");
     let (ctx, mut handle) = context(vec![], vec![]);
@@ -446,18 +446,19 @@ async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
         kcsr("c", signer, APPROVED, &pem),
     );
     for uid in ["uid-a", "uid-b", "uid-c"] {
-        ctx.csrs.kept.signings.insert(uid, Signing::InFlight);
+        ctx.csrs.core.ledger.signings.insert(uid, Signing::InFlight);
         ctx.csrs
-            .kept
+            .core
+            .ledger
             .memory
             .failed(uid, "2026-11-22T10:00:00Z".parse().unwrap());
     }
     let kept = |ctx: &Contexts| {
-        let mut uids: Vec<String> = ctx.csrs.kept.signings.snapshot().into_keys().collect();
+        let mut uids: Vec<String> = ctx.csrs.core.ledger.signings.snapshot().into_keys().collect();
         uids.sort();
         let windows: Vec<bool> = uids
             .iter()
-            .map(|u| ctx.csrs.kept.memory.first_failure(u).is_some())
+            .map(|u| ctx.csrs.core.ledger.memory.first_failure(u).is_some())
             .collect();
         (uids, windows)
     };

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use cfssl_issuer::cfssl::{AUTHSIGN_PATH, AuthKey, Endpoints};
-use cfssl_issuer::controllers::signer::credentials::{ADDITIONAL_DATA, KEY, from_secret};
+use cfssl_issuer::controllers::signing::signer::credentials::{ADDITIONAL_DATA, KEY, from_secret};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use proptest::prelude::*;

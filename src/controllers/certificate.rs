@@ -25,37 +25,23 @@ mod wiring;
 #[cfg(test)]
 mod testing;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
+use std::sync::Arc;
 
 pub use self::wiring::{StandaloneWatches, controllers};
-use super::backoff::Backoff;
-use super::context::Shared;
-use super::default_backoff;
-use super::events::Events;
-use super::wiring::SecretIndex;
+pub use super::kit::Error;
+use super::kit::Shared;
+use super::kit::backoff::{self, Backoff};
+use super::kit::events::Events;
+use super::kit::plan::{self, Next, Plan, Target};
+use super::kit::secrets::SecretIndex;
+use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
 
-/// What standalone mode was started with (`manager::standalone::StandaloneArgs`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settings {
-    /// Approve the requests the controllers create for our issuers.
-    pub approve_own_requests: bool,
-    /// Back-off after the first failed issuance (doubling per failure).
-    pub minimum_backoff: Duration,
-    /// The longest back-off between failed issuances.
-    pub maximum_backoff: Duration,
-    /// Where cert-manager's `cert-manager-controller` Lease lives.
-    pub cert_manager_lease_namespace: String,
-    /// Make the Certificate the controlling owner of its Secret.
-    pub owner_reference: bool,
-    /// Annotation prefixes copied from a Certificate to its requests.
-    pub copied_annotation_prefixes: Vec<String>,
-}
+/// What standalone mode was started with.
+pub use crate::controllers::kit::StandaloneSettings as Settings;
 
 /// What every Certificate controller reads: the caches, the settings, its Events.
 pub struct CertificateContext {
@@ -85,7 +71,7 @@ impl CertificateContext {
             requests,
             secrets,
             secret_names: SecretIndex::default(),
-            backoff: default_backoff(),
+            backoff: backoff::per_object(),
         }
     }
 
@@ -100,52 +86,20 @@ impl CertificateContext {
     }
 }
 
-/// Why a Certificate controller's reconcile failed: an API call the returned `Action` does
-/// not cover. What the CA or a Secret's content says is a condition or an Event, never this.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Status(#[from] super::Error),
-    #[error("{action} {object}: {source}")]
-    Api {
-        action: &'static str,
-        object: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("generating the private key of {object}: {source}")]
-    Key {
-        object: String,
-        #[source]
-        source: crate::pki::keys::KeyError,
-    },
-}
-
-impl Error {
-    pub fn api(action: &'static str, object: impl Into<String>) -> impl FnOnce(kube::Error) -> Self {
-        let object = object.into();
-        move |source| Error::Api {
-            action,
-            object,
-            source,
-        }
-    }
-}
-
 /// Carries out `plan`'s status apply and Event on `crt` as `manager`; hands `next` back.
 pub async fn execute<W>(
     ctx: &CertificateContext,
     crt: &Certificate,
-    manager: super::status::FieldManager,
-    plan: super::plan::Plan<W>,
-) -> Result<super::plan::Next<W>, Error> {
-    let target = super::plan::Target {
+    manager: FieldManager,
+    plan: Plan<W>,
+) -> Result<Next<W>, Error> {
+    let target = Target {
         client: &ctx.shared.client,
         object: crt,
         manager,
         events: &ctx.events,
     };
-    let (_, next) = super::plan::execute(target, plan).await?;
+    let (_, next) = plan::execute(target, plan).await?;
     Ok(next)
 }
 

@@ -3,6 +3,7 @@
 //! at the health-check interval or, while failing, with per-issuer backoff.
 
 pub mod decide;
+pub mod watch;
 mod wiring;
 
 use std::convert::Infallible;
@@ -11,15 +12,15 @@ use std::sync::Arc;
 use kube::runtime::controller::Action;
 
 use self::decide::{Observation, Verdict};
+use self::watch::Generations;
 pub use self::wiring::controller;
-use super::backoff::Backoff;
-use super::context::Shared;
-use super::events::Events;
-use super::plan::{self, Next, Plan, Target};
-use super::signer::{self, Signer};
-use super::status::FieldManager;
-use super::status::schema::{self as status_schema, ObservedGeneration};
-use super::{Error, default_backoff};
+use super::kit::backoff::{self, Backoff};
+use super::kit::events::Events;
+use super::kit::plan::{self, Next, Plan, Target};
+use super::kit::status::FieldManager;
+use super::kit::status::schema::{self as status_schema, ObservedGeneration};
+use super::kit::{Error, Shared};
+use super::signing::signer::{self, Signer};
 use crate::api::{AnyIssuer, IssuerKind};
 use crate::telemetry::metrics::Controller;
 
@@ -29,6 +30,8 @@ pub struct IssuerContext {
     pub signer: Arc<Signer>,
     /// By [`signer::key`], while checks keep failing.
     pub backoff: Backoff<String>,
+    /// The spec generation each issuer was last passed on at.
+    pub generations: Arc<Generations>,
     /// Aggregated: a check that keeps failing the same way becomes a series.
     events: Events,
 }
@@ -39,7 +42,8 @@ impl IssuerContext {
             events: Events::aggregated(shared.client.clone()),
             shared,
             signer,
-            backoff: default_backoff(),
+            backoff: backoff::per_object(),
+            generations: Arc::default(),
         }
     }
 }

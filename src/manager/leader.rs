@@ -154,7 +154,7 @@ const MAX_FIELD_MANAGER: usize = 128;
 /// kube-lease-manager's forced release. Cut from the front when long: the random suffix at the
 /// end of the identity is what makes it unique.
 pub fn lease_field_manager(identity: &str) -> String {
-    let prefix = controllers::status::FieldManager::LEADER_ELECTION.as_str();
+    let prefix = controllers::kit::status::FieldManager::LEADER_ELECTION.as_str();
     let room = MAX_FIELD_MANAGER - prefix.len() - 1;
     let tail = identity
         .get(identity.len().saturating_sub(room)..)

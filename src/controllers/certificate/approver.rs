@@ -18,7 +18,7 @@ use super::{CertificateContext, Error};
 use crate::api::certmanager::{
     APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED,
 };
-use crate::controllers::status::{self, FieldManager};
+use crate::controllers::kit::status::{self, FieldManager};
 
 /// The reason and message of the approval.
 pub const REASON: &str = "cfssl-issuer.wikimedia.org";
@@ -81,13 +81,16 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
     };
     status::apply(&ctx.shared.client, &*cr, FieldManager::APPROVER, &body)
         .await
-        .map_err(Error::api("approving", crate::controllers::plan::describe(&*cr)))?;
+        .map_err(Error::api(
+            "approving",
+            crate::controllers::kit::plan::describe(&*cr),
+        ))?;
     ctx.settled(&key);
     Ok(Action::await_change())
 }
 
 pub fn on_error(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    tracing::warn!(request = %crate::controllers::plan::describe(&*cr), error = %err, "approval failed");
+    tracing::warn!(request = %crate::controllers::kit::plan::describe(&*cr), error = %err, "approval failed");
     ctx.retry(format!("approver/{}", cr.uid().unwrap_or_default()))
 }
 

@@ -25,9 +25,9 @@ use crate::certificates::secret::{
     self, BodyOptions, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, keystore_password,
     password_secret_name,
 };
-use crate::controllers::events::Notice;
-use crate::controllers::plan::requeue;
-use crate::controllers::status::FieldManager;
+use crate::controllers::kit::events::Notice;
+use crate::controllers::kit::plan::requeue;
+use crate::controllers::kit::status::FieldManager;
 use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
 
 const NAME: &str = "issuing";

@@ -25,9 +25,9 @@ use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
 use crate::certificates::matching::private_key_matches_spec;
 use crate::certificates::secret::{certificate_owner_reference, data_of};
-use crate::controllers::events::Notice;
-use crate::controllers::plan::{Next, Plan, requeue};
-use crate::controllers::status::FieldManager;
+use crate::controllers::kit::events::Notice;
+use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::{Encoding, Key, KeySpec};
 
 const NAME: &str = "keymanager";

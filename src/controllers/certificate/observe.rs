@@ -207,5 +207,5 @@ pub fn current_request(
 
 /// `Kind namespace/name` of a Certificate, for logs and errors.
 pub fn describe(crt: &Certificate) -> String {
-    crate::controllers::plan::describe(crt)
+    crate::controllers::kit::plan::describe(crt)
 }

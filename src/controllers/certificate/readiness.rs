@@ -17,8 +17,8 @@ use crate::api::certmanager::{Certificate, READY};
 use crate::certificates::policy::checks::Input;
 use crate::certificates::policy::{chains::READINESS, evaluate, reason};
 use crate::certificates::validation;
-use crate::controllers::plan::{Next, Plan, requeue};
-use crate::controllers::status::FieldManager;
+use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "readiness";
 

@@ -23,9 +23,9 @@ use super::{CertificateContext, Error, acts_on, error_policy};
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::decode;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
-use crate::controllers::events::Notice;
-use crate::controllers::plan::{Next, Plan, requeue};
-use crate::controllers::status::FieldManager;
+use crate::controllers::kit::events::Notice;
+use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::Key;
 
 const NAME: &str = "requestmanager";

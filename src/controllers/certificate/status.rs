@@ -37,7 +37,7 @@ pub fn condition(
 
 /// The apply document for a Certificate's status.
 pub fn document(status: Value) -> Value {
-    crate::controllers::status::document::<Certificate>(status)
+    crate::controllers::kit::status::document::<Certificate>(status)
 }
 
 /// A time as the status holds it (RFC 3339, seconds).

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::api::certmanager::{Certificate, CertificateCondition, CertificateStatus};
-use crate::controllers::plan::Plan;
+use crate::controllers::kit::plan::Plan;
 
 /// The condition of `type_` a plan's status apply carries, as (status, reason, message).
 pub fn applied_condition<W>(plan: &Plan<W>, type_: &str) -> Option<(String, String, String)> {

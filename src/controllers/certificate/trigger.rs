@@ -21,9 +21,9 @@ use crate::certificates::policy::checks::{Input, go_time};
 use crate::certificates::policy::{chains::TRIGGER, evaluate, reason};
 use crate::certificates::renewal::backoff_remaining;
 use crate::certificates::validation;
-use crate::controllers::events::Notice;
-use crate::controllers::plan::{Next, Plan, requeue};
-use crate::controllers::status::FieldManager;
+use crate::controllers::kit::events::Notice;
+use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "trigger";
 

@@ -21,8 +21,9 @@ use super::{
 };
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
-use crate::controllers::context::Shared;
-use crate::controllers::wiring::{SecretMeta, Watched, Wiring, drive, reflect_with};
+use crate::controllers::kit::Shared;
+use crate::controllers::kit::secrets::SecretMeta;
+use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
 
 /// The two watches standalone mode adds.
 pub struct StandaloneWatches {

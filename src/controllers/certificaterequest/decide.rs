@@ -1,16 +1,13 @@
 //! The cert-manager external issuer contract for one CertificateRequest, as pure functions from
 //! what was observed (and `now`) to what to do. The reconciler only gathers and applies.
 
-use std::time::Duration;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::api::certmanager::RequestReason;
-use crate::api::{ConditionLike, ConditionStatus, IssuerKind, READY, ReadyReason};
-use crate::cfssl::{Class, Error as CfsslError};
-use crate::controllers::signer::blame;
-pub use crate::controllers::signings::{Held, Signing, hold};
+use crate::api::{ConditionLike, ConditionStatus, IssuerKind, READY};
+use crate::controllers::signing::Readiness;
+use crate::controllers::signing::once::Held;
 use crate::pki::Chain;
 
 #[cfg(test)]
@@ -68,21 +65,8 @@ pub enum IssuerView {
     Known {
         kind: IssuerKind,
         name: String,
-        state: IssuerState,
+        state: Readiness,
     },
-}
-
-/// What the cache shows of a known issuer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IssuerState {
-    Missing,
-    /// No Ready condition yet, or one for an older generation.
-    Unchecked,
-    NotReady {
-        reason: String,
-        message: String,
-    },
-    Ready,
 }
 
 /// What the reconciler does next.
@@ -152,15 +136,17 @@ pub fn decide(request: &RequestView, issuer: &IssuerView, approval_required: boo
         message,
     };
     match state {
-        IssuerState::Missing => Step::WaitForIssuer {
+        Readiness::Missing => Step::WaitForIssuer {
             event: WaitReason::IssuerNotFound,
             message: format!("{kind} {name:?} not found; waiting for it to be created"),
         },
-        IssuerState::Unchecked => not_ready(format!("{kind} {name:?} has not been checked yet")),
-        IssuerState::NotReady { reason, message } => {
+        Readiness::Unchecked | Readiness::Outdated => {
+            not_ready(format!("{kind} {name:?} has not been checked yet"))
+        }
+        Readiness::NotReady { reason, message } => {
             not_ready(format!("{kind} {name:?} is not ready ({reason}): {message}"))
         }
-        IssuerState::Ready => Step::Sign(kind),
+        Readiness::Ready => Step::Sign(kind),
     }
 }
 
@@ -186,76 +172,5 @@ pub fn guard(step: Step, has_certificate: bool, held: &Held) -> Step {
         (Held::Unsaved(_), _) => Step::ConfirmIssued,
         (Held::Nothing, _) if has_certificate => Step::ConfirmIssued,
         (Held::Nothing, step) => step,
-    }
-}
-
-/// What a signing attempt leads to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
-    Issued(Chain),
-    /// Terminal: Ready=False/Failed with a failure time.
-    Failed(String),
-    /// Ready=False/Pending; try again after the request's backoff.
-    Retry(String),
-    /// The issuer is misconfigured: Pending, and the issuer is re-checked at once. The issuer's
-    /// watch brings the request back when it is Ready again.
-    IssuerFault {
-        message: String,
-        reason: ReadyReason,
-    },
-}
-
-/// Contract step 6: classifies a signing result. A retryable error `max_retry` or more after the
-/// request's first failed sign (`first_failure`; `None` when this is the first) becomes a
-/// failure, so cert-manager's own back-off takes over. The window starts at the first failure,
-/// not at creation: time spent waiting for approval or for the issuer does not count. The
-/// first failure is remembered in memory only (see `controllers::memory`): a restart restarts
-/// the window, which gives a request more time, never less.
-pub fn outcome(
-    result: Result<Chain, &CfsslError>,
-    first_failure: Option<Timestamp>,
-    now: Timestamp,
-    max_retry: Duration,
-) -> Outcome {
-    let err = match result {
-        Ok(chain) => return Outcome::Issued(chain),
-        Err(err) => err,
-    };
-    match err.class() {
-        // Refused here, before any CA call: the CA never saw it.
-        Class::Permanent if matches!(err, CfsslError::Csr(_)) => {
-            Outcome::Failed(format!("the request cannot be signed: {err}"))
-        }
-        // The CA signed, but what it sent back is not a certificate for this request.
-        Class::Permanent if matches!(err, CfsslError::BadCertificate { .. }) => Outcome::Failed(format!(
-            "the CA signed, but its certificate is unusable and was not stored: {err}"
-        )),
-        Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
-        Class::Issuer(_) => Outcome::IssuerFault {
-            message: format!("the issuer is misconfigured: {err}"),
-            reason: blame(err),
-        },
-        Class::Retryable if retried_too_long(first_failure.unwrap_or(now), now, max_retry) => {
-            Outcome::Failed(format!(
-                "gave up after retrying for {}: {err}",
-                humantime(max_retry)
-            ))
-        }
-        Class::Retryable => Outcome::Retry(format!("signing failed, will retry: {err}")),
-    }
-}
-
-fn retried_too_long(since: Timestamp, now: Timestamp, max_retry: Duration) -> bool {
-    let max = k8s_openapi::jiff::SignedDuration::try_from(max_retry)
-        .unwrap_or(k8s_openapi::jiff::SignedDuration::MAX);
-    now.duration_since(since) >= max
-}
-
-fn humantime(d: Duration) -> String {
-    let secs = d.as_secs();
-    match secs {
-        s if s % 3600 == 0 && s > 0 => format!("{}h", s / 3600),
-        s if s % 60 == 0 && s > 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
     }
 }

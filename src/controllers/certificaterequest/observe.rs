@@ -2,13 +2,12 @@
 //! shared caches.
 
 use kube::ResourceExt;
-use kube::runtime::reflector::ObjectRef;
 
-use super::RequestContext;
-use super::decide::{IssuerState, IssuerView, Ready, RequestView};
+use super::decide::{IssuerView, Ready, RequestView};
 use crate::api::certmanager::{self, CertificateRequest, RequestReason};
-use crate::api::{AnyIssuer, Condition, ConditionStatus, IssuerKind, ready_condition};
-use crate::controllers::status::schema::{ObservedGeneration, is_current};
+use crate::api::{ConditionStatus, IssuerKind};
+use crate::controllers::signing::IssuerName;
+use crate::controllers::signing::pipeline::{Core, Observed};
 use crate::pki::Chain;
 
 /// The request's own state.
@@ -53,128 +52,53 @@ pub fn is_terminal(cr: &CertificateRequest) -> bool {
     })
 }
 
-/// The issuer the request names, from the shared caches; `None` when the request is not for
-/// our group.
-pub fn issuer_view(cr: &CertificateRequest, ctx: &RequestContext) -> Option<IssuerView> {
+/// What the request controller observed of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    pub request: RequestView,
+    pub issuer: IssuerView,
+}
+
+/// Observe: the request and the issuer it names, from the shared caches; `None` when the
+/// request is not for our group.
+pub fn observe(cr: &CertificateRequest, core: &Core) -> Option<Observed<Observation>> {
     let name = &cr.spec.issuer_ref.name;
     let kind = match IssuerKind::for_issuer_ref(&cr.spec.issuer_ref)? {
-        Err(other) => return Some(IssuerView::UnknownKind(other)),
+        Err(other) => {
+            return Some(Observed {
+                issuer: None,
+                view: Observation {
+                    request: request_view(cr),
+                    issuer: IssuerView::UnknownKind(other),
+                },
+            });
+        }
         Ok(kind) => kind,
     };
-    let schema = ctx.shared.status_schemas.get(kind);
-    let state = match kind {
-        IssuerKind::Issuer => {
-            let ns = cr.namespace().unwrap_or_default();
-            state_of(
-                ctx.issuers.get(&ObjectRef::new(name).within(&ns)).as_deref(),
-                schema,
-            )
-        }
-        IssuerKind::ClusterIssuer => {
-            state_of(ctx.cluster_issuers.get(&ObjectRef::new(name)).as_deref(), schema)
-        }
-    };
-    Some(IssuerView::Known {
+    let issuer = IssuerName {
         kind,
-        name: name.clone(),
-        state,
-    })
-}
-
-fn state_of<K: AnyIssuer>(issuer: Option<&K>, schema: ObservedGeneration) -> IssuerState {
-    match issuer {
-        None => IssuerState::Missing,
-        Some(issuer) => issuer_state(ready_condition(issuer.status()), issuer.meta().generation, schema),
-    }
-}
-
-/// Pure: what an issuer's `Ready` condition says for requests. A condition computed for an
-/// older spec, or (where the schema holds it) without saying for which, is not checked yet.
-pub fn issuer_state(
-    ready: Option<&Condition>,
-    generation: Option<i64>,
-    schema: ObservedGeneration,
-) -> IssuerState {
-    match ready {
-        None => IssuerState::Unchecked,
-        Some(c) if !is_current(schema, c.observed_generation, generation) => IssuerState::Unchecked,
-        Some(c) if c.is_true() => IssuerState::Ready,
-        Some(c) => IssuerState::NotReady {
-            reason: c.reason.clone(),
-            message: c.message.clone(),
+        namespace: match kind {
+            IssuerKind::Issuer => Some(cr.namespace().unwrap_or_default()),
+            IssuerKind::ClusterIssuer => None,
         },
-    }
+        name: name.clone(),
+    };
+    let state = core.issuers.readiness(&issuer, &core.shared.status_schemas);
+    Some(Observed {
+        issuer: Some(issuer),
+        view: Observation {
+            request: request_view(cr),
+            issuer: IssuerView::Known {
+                kind,
+                name: name.clone(),
+                state,
+            },
+        },
+    })
 }
 
 /// The key of a request in backoff and memory: its UID.
 pub fn request_key(cr: &CertificateRequest) -> String {
     cr.uid()
         .unwrap_or_else(|| format!("{}/{}", cr.namespace().unwrap_or_default(), cr.name_any()))
-}
-
-#[cfg(test)]
-mod tests {
-    use k8s_openapi::jiff::Timestamp;
-
-    use super::*;
-    use crate::api::ReadyReason;
-
-    #[test]
-    fn issuer_state_table() {
-        use ObservedGeneration::{Declared, NotDeclared, Unreadable};
-        let at = Timestamp::UNIX_EPOCH;
-        let ready = |observed| Condition::ready(ReadyReason::Checked, "ok", at, observed);
-        let down = Condition::ready(ReadyReason::CaUnreachable, "refused", at, Some(2));
-        let not_ready = IssuerState::NotReady {
-            reason: "CAUnreachable".into(),
-            message: "refused".into(),
-        };
-        // (row, Ready condition, generation, schema, want)
-        let cases = [
-            ("no condition", None, Some(2), Declared, IssuerState::Unchecked),
-            (
-                "ready for this generation",
-                Some(ready(Some(2))),
-                Some(2),
-                Declared,
-                IssuerState::Ready,
-            ),
-            (
-                "ready for an older generation",
-                Some(ready(Some(1))),
-                Some(2),
-                Declared,
-                IssuerState::Unchecked,
-            ),
-            ("not ready", Some(down), Some(2), Declared, not_ready),
-            (
-                "no observedGeneration, our CRD",
-                Some(ready(None)),
-                Some(2),
-                Declared,
-                IssuerState::Unchecked,
-            ),
-            (
-                "no observedGeneration, Go CRD",
-                Some(ready(None)),
-                Some(2),
-                NotDeclared,
-                IssuerState::Ready,
-            ),
-            (
-                "no observedGeneration, CRD unreadable",
-                Some(ready(None)),
-                Some(2),
-                Unreadable,
-                IssuerState::Ready,
-            ),
-        ];
-        for (row, condition, generation, schema, want) in cases {
-            assert_eq!(
-                issuer_state(condition.as_ref(), generation, schema),
-                want,
-                "{row}"
-            );
-        }
-    }
 }

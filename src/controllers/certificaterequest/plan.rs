@@ -6,53 +6,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::decide::{Held, Outcome, RequestView, Step};
+use super::decide::{RequestView, Step};
 use crate::api::certmanager::{CertificateRequest, CertificateRequestCondition, RequestReason};
-use crate::api::{ConditionStatus, IssuerKind, READY, WritableCondition};
-use crate::controllers::events::{Notice, reason};
-use crate::controllers::kept::Window;
-use crate::controllers::plan::{Next, Plan};
-use crate::controllers::status::document;
+use crate::api::{ConditionStatus, READY, WritableCondition};
+use crate::controllers::kit::events::{Notice, reason};
+use crate::controllers::kit::plan::{Next, Plan};
+use crate::controllers::kit::status::document;
+use crate::controllers::signing::ledger::{Memo, Waiting, Window};
+use crate::controllers::signing::once::Held;
+use crate::controllers::signing::{Decision, Outcome, Work};
 use crate::pki::Chain;
-
-/// The request controller's own next moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Work {
-    /// Ask the CA through the issuer of this kind the request names.
-    Sign(IssuerKind),
-    /// The CA blamed the issuer (of this kind): check it again now, and look at the request
-    /// again after its backoff (the issuer's watch brings it back sooner once it is Ready).
-    RecheckIssuer(IssuerKind),
-}
-
-/// A plan plus what the controller remembers of the request once it is carried out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    pub plan: Plan<Work>,
-    pub memo: Memo,
-}
-
-/// Memory updates, by request UID (see `controllers::kept`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Memo {
-    pub waiting: Waiting,
-    pub window: Window,
-    /// The status written ends a sign this process made (Issued with its chain, or Failed):
-    /// hold the written resourceVersion until the cache shows it, so a reconcile from a cache
-    /// that does not show the write yet does not send the request to the CA again.
-    pub hold_written: bool,
-}
-
-/// The one `WaitingForApproval` Event per wait.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Waiting {
-    #[default]
-    Unchanged,
-    /// Announced now: no second Event while it waits.
-    Announced,
-    /// No longer waiting for approval.
-    Over,
-}
 
 /// How long a request waits for approval before its `WaitingForApproval` Event. cert-manager's
 /// approver answers within milliseconds, so the Event marks a request that is stuck (no
@@ -133,12 +96,12 @@ pub fn for_step(step: Step, request: &RequestView, held: &Held, announced: bool,
             Notice::normal(event.as_str(), "Sign", &message),
             over,
         ),
-        Step::Sign(kind) => idle(Next::Work(Work::Sign(kind)), over),
+        Step::Sign(_) => idle(Next::Work(Work::Sign), over),
     }
 }
 
 /// The decision after a signing attempt.
-pub fn for_outcome(outcome: Outcome, kind: IssuerKind, request: &RequestView, now: Timestamp) -> Decision {
+pub fn for_outcome(outcome: Outcome, request: &RequestView, now: Timestamp) -> Decision {
     let decision = |write: ReadyWrite, notice: Notice, next, memo| Decision {
         plan: write.plan(request, notice, next, now),
         memo,
@@ -178,17 +141,14 @@ pub fn for_outcome(outcome: Outcome, kind: IssuerKind, request: &RequestView, no
         Outcome::IssuerFault { message, .. } => decision(
             ReadyWrite::pending(&message),
             Notice::warning(reason::ISSUER_NOT_READY, "Sign", &message),
-            Next::Work(Work::RecheckIssuer(kind)),
+            Next::Work(Work::RecheckIssuer),
             Memo::default(),
         ),
     }
 }
 
 fn idle(next: Next<Work>, memo: Memo) -> Decision {
-    Decision {
-        plan: Plan::idle(next),
-        memo,
-    }
+    Decision::idle(next, memo)
 }
 
 /// The status fields one write sets; applied with server-side apply so conditions owned by

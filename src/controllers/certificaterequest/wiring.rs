@@ -11,7 +11,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use super::{RequestContext, error_policy, observe, reconcile};
 use crate::api::certmanager::CertificateRequest;
 use crate::api::{ClusterIssuer, Issuer, IssuerKind};
-use crate::controllers::wiring::{Wiring, drive};
+use crate::controllers::kit::wiring::{Wiring, drive};
 
 pub fn controller(wiring: &Wiring, ctx: Arc<RequestContext>) -> BoxFuture<'static, ()> {
     let requests = &wiring.requests.store;

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use super::signer_name::SignerRef;
+use super::signer_name;
 use crate::api::IssuerKind;
-use crate::controllers::signings::Held;
+use crate::controllers::signing::once::Held;
+use crate::controllers::signing::{IssuerName, Readiness};
 use crate::pki::Chain;
 
 #[cfg(test)]
@@ -41,21 +42,6 @@ pub struct Invalid {
     pub message: String,
 }
 
-/// What the cache shows of the issuer a CSR names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IssuerReadiness {
-    Missing,
-    /// No Ready condition yet.
-    Unchecked,
-    /// A Ready condition for an older generation.
-    Outdated,
-    NotReady {
-        reason: String,
-        message: String,
-    },
-    Ready,
-}
-
 /// Whether the requester may use the namespaced Issuer it names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Access {
@@ -70,7 +56,7 @@ pub enum Access {
 
 impl Access {
     /// What a CSR for `signer` starts with.
-    pub fn for_signer(signer: &SignerRef) -> Self {
+    pub fn for_signer(signer: &IssuerName) -> Self {
         match signer.kind {
             IssuerKind::ClusterIssuer => Access::NotNeeded,
             IssuerKind::Issuer => Access::Unknown,
@@ -108,7 +94,7 @@ pub mod reason {
 }
 
 /// Pure: the step for a CSR of ours.
-pub fn decide(csr: &CsrView, signer: &SignerRef, issuer: &IssuerReadiness, access: &Access) -> Step {
+pub fn decide(csr: &CsrView, signer: &IssuerName, issuer: &Readiness, access: &Access) -> Step {
     if !csr.approved || csr.denied || csr.failed || csr.has_certificate {
         return Step::Leave;
     }
@@ -126,14 +112,17 @@ pub fn decide(csr: &CsrView, signer: &SignerRef, issuer: &IssuerReadiness, acces
         message,
     };
     match issuer {
-        IssuerReadiness::Missing => Step::Wait {
+        Readiness::Missing => Step::Wait {
             reason: reason::WAITING_FOR_ISSUER_EXIST,
-            message: format!("{}. Waiting for it to be created.", signer.not_found()),
+            message: format!(
+                "{}. Waiting for it to be created.",
+                signer_name::not_found(signer)
+            ),
         },
-        IssuerReadiness::Unchecked => ready(format!("{READY}: <none>.")),
-        IssuerReadiness::Outdated => ready(format!("{READY} is outdated.")),
-        IssuerReadiness::NotReady { reason, message } => ready(format!("{READY} is {reason:?}: {message}.")),
-        IssuerReadiness::Ready => Step::Sign,
+        Readiness::Unchecked => ready(format!("{READY}: <none>.")),
+        Readiness::Outdated => ready(format!("{READY} is outdated.")),
+        Readiness::NotReady { reason, message } => ready(format!("{READY} is {reason:?}: {message}.")),
+        Readiness::Ready => Step::Sign,
     }
 }
 
@@ -150,7 +139,7 @@ pub fn guard(step: Step, held: &Held) -> Step {
 
 /// The `Failed` of a requester who may not reference the namespaced Issuer: names the
 /// permission that is missing.
-fn refused(signer: &SignerRef) -> Invalid {
+fn refused(signer: &IssuerName) -> Invalid {
     let namespace = signer.namespace.as_deref().unwrap_or_default();
     Invalid {
         reason: reason::DENIED_REFERENCE,

@@ -7,16 +7,11 @@ use std::time::Duration;
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestSpec};
 use kube::api::PostParams;
-use kube::runtime::reflector::ObjectRef;
 
-use super::CsrContext;
-use super::decide::{Access, Asks, CsrView, Invalid, IssuerReadiness, reason};
-use super::signer_name::SignerRef;
+use super::decide::{Access, Asks, CsrView, Invalid, reason};
 use crate::api::certmanager::KEY_USAGES;
-use crate::api::{AnyIssuer, ready_condition};
 use crate::certificates::go::{format_go_duration, parse_go_duration};
-use crate::controllers::certificaterequest::decide::IssuerState;
-use crate::controllers::certificaterequest::observe::issuer_state;
+use crate::controllers::signing::IssuerName;
 
 /// cert-manager's annotations on a CSR (`experimental.cert-manager.io/...`).
 pub const REQUEST_DURATION: &str = "experimental.cert-manager.io/request-duration";
@@ -111,36 +106,6 @@ fn go(d: Duration) -> String {
     format_go_duration(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
-/// What the caches show of the issuer `signer` names.
-pub fn issuer_readiness(signer: &SignerRef, ctx: &CsrContext) -> IssuerReadiness {
-    let schema = ctx.shared.status_schemas.get(signer.kind);
-    let name = &signer.name;
-    match &signer.namespace {
-        Some(ns) => readiness_of(
-            ctx.issuers.get(&ObjectRef::new(name).within(ns)).as_deref(),
-            schema,
-        ),
-        None => readiness_of(ctx.cluster_issuers.get(&ObjectRef::new(name)).as_deref(), schema),
-    }
-}
-
-fn readiness_of<K: AnyIssuer>(
-    issuer: Option<&K>,
-    schema: crate::controllers::status::schema::ObservedGeneration,
-) -> IssuerReadiness {
-    let Some(issuer) = issuer else {
-        return IssuerReadiness::Missing;
-    };
-    let ready = ready_condition(issuer.status());
-    match issuer_state(ready, issuer.meta().generation, schema) {
-        IssuerState::Missing => IssuerReadiness::Missing,
-        IssuerState::Unchecked if ready.is_some() => IssuerReadiness::Outdated,
-        IssuerState::Unchecked => IssuerReadiness::Unchecked,
-        IssuerState::NotReady { reason, message } => IssuerReadiness::NotReady { reason, message },
-        IssuerState::Ready => IssuerReadiness::Ready,
-    }
-}
-
 /// Pure: the SubjectAccessReview asking whether the CSR's requester may `reference` the
 /// signer `name` (the issuer's, or `*`) in `namespace`.
 pub fn review(spec: &CertificateSigningRequestSpec, namespace: &str, name: &str) -> SubjectAccessReview {
@@ -170,7 +135,7 @@ pub fn review(spec: &CertificateSigningRequestSpec, namespace: &str, name: &str)
 pub async fn access(
     client: &kube::Client,
     csr: &CertificateSigningRequest,
-    signer: &SignerRef,
+    signer: &IssuerName,
 ) -> Result<Access, kube::Error> {
     let api = kube::Api::<SubjectAccessReview>::all(client.clone());
     let namespace = signer.namespace.as_deref().unwrap_or_default();

@@ -8,38 +8,12 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::decide::{Invalid, Step, reason};
-use crate::controllers::certificaterequest::decide::Outcome;
-use crate::controllers::events::{Notice, reason as common};
-use crate::controllers::kept::Window;
-use crate::controllers::plan::{Next, Plan};
-use crate::controllers::status::document;
+use crate::controllers::kit::events::{Notice, reason as common};
+use crate::controllers::kit::plan::{Next, Plan};
+use crate::controllers::kit::status::document;
+use crate::controllers::signing::ledger::{Memo, Window};
+use crate::controllers::signing::{Decision, Outcome, Work};
 use crate::pki::Chain;
-
-/// The CSR controller's own next moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Work {
-    /// Ask whether the requester may reference the namespaced Issuer, then decide again.
-    Review,
-    Sign,
-    /// The CA blamed the issuer: check it again now; look at the CSR again after its backoff.
-    RecheckIssuer,
-}
-
-/// A plan plus what the controller remembers of the CSR once it is carried out.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
-    pub plan: Plan<Work>,
-    pub memo: Memo,
-}
-
-/// Memory updates, by CSR UID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Memo {
-    pub window: Window,
-    /// The status written ends a sign this process made: hold its resourceVersion until the
-    /// cache shows it, so a stale cache never sends the CSR to the CA again.
-    pub hold_written: bool,
-}
 
 const ISSUED: &str = "Succeeded signing the CertificateSigningRequest";
 const ACTION: &str = "Sign";
@@ -81,7 +55,7 @@ pub fn for_outcome(outcome: Outcome, now: Timestamp) -> Decision {
         },
         memo: Memo {
             window: Window::Open,
-            hold_written: false,
+            ..Memo::default()
         },
     };
     match outcome {
@@ -125,6 +99,7 @@ fn issued(chain: &Chain) -> Decision {
         memo: Memo {
             window: Window::Close,
             hold_written: true,
+            ..Memo::default()
         },
     }
 }
@@ -153,6 +128,7 @@ fn failed(invalid: &Invalid, now: Timestamp, signed: bool) -> Decision {
         memo: Memo {
             window: Window::Close,
             hold_written: signed,
+            ..Memo::default()
         },
     }
 }

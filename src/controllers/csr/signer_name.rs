@@ -5,78 +5,60 @@
 //! one splits). Anything else is another signer's, never touched.
 
 use crate::api::{GROUP, IssuerKind};
+use crate::controllers::signing::IssuerName;
 
-/// The issuer a signer name points at.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct SignerRef {
-    pub kind: IssuerKind,
-    /// `None` for a ClusterIssuer.
-    pub namespace: Option<String>,
-    pub name: String,
+/// Pure: the issuer `signer_name` names, when it is one of ours. `namespaced`: whether
+/// namespaced Issuers sign CSRs here (when not, their names are foreign, as in issuer-lib).
+pub fn parse(signer_name: &str, namespaced: bool) -> Option<IssuerName> {
+    let (type_, name) = signer_name.split_once('/')?;
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let (plural, group) = type_.split_once('.')?;
+    if group != GROUP {
+        return None;
+    }
+    match plural {
+        "clusterissuers" => Some(IssuerName {
+            kind: IssuerKind::ClusterIssuer,
+            namespace: None,
+            name: name.to_string(),
+        }),
+        "issuers" if namespaced => {
+            let (namespace, name) = name.split_once('.')?;
+            (!namespace.is_empty() && !name.is_empty()).then(|| IssuerName {
+                kind: IssuerKind::Issuer,
+                namespace: Some(namespace.to_string()),
+                name: name.to_string(),
+            })
+        }
+        _ => None,
+    }
 }
 
-impl SignerRef {
-    /// Pure: the issuer `signer_name` names, when it is one of ours. `namespaced`: whether
-    /// namespaced Issuers sign CSRs here (when not, their names are foreign, as in issuer-lib).
-    pub fn parse(signer_name: &str, namespaced: bool) -> Option<SignerRef> {
-        let (type_, name) = signer_name.split_once('/')?;
-        if name.is_empty() || name.contains('/') {
-            return None;
-        }
-        let (plural, group) = type_.split_once('.')?;
-        if group != GROUP {
-            return None;
-        }
-        match plural {
-            "clusterissuers" => Some(SignerRef {
-                kind: IssuerKind::ClusterIssuer,
-                namespace: None,
-                name: name.to_string(),
-            }),
-            "issuers" if namespaced => {
-                let (namespace, name) = name.split_once('.')?;
-                (!namespace.is_empty() && !name.is_empty()).then(|| SignerRef {
-                    kind: IssuerKind::Issuer,
-                    namespace: Some(namespace.to_string()),
-                    name: name.to_string(),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    /// What the API server's NotFound error says of a missing one.
-    pub fn not_found(&self) -> String {
-        let plural = match self.kind {
-            IssuerKind::Issuer => "issuers",
-            IssuerKind::ClusterIssuer => "clusterissuers",
-        };
-        format!("{plural}.{GROUP} {:?} not found", self.name)
-    }
-
-    /// `ClusterIssuer name` or `Issuer namespace/name`.
-    pub fn describe(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
-            None => format!("{} {}", self.kind, self.name),
-        }
-    }
+/// What the API server's NotFound error says of a missing one.
+pub fn not_found(issuer: &IssuerName) -> String {
+    let plural = match issuer.kind {
+        IssuerKind::Issuer => "issuers",
+        IssuerKind::ClusterIssuer => "clusterissuers",
+    };
+    format!("{plural}.{GROUP} {:?} not found", issuer.name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn cluster(name: &str) -> Option<SignerRef> {
-        Some(SignerRef {
+    fn cluster(name: &str) -> Option<IssuerName> {
+        Some(IssuerName {
             kind: IssuerKind::ClusterIssuer,
             namespace: None,
             name: name.into(),
         })
     }
 
-    fn issuer(ns: &str, name: &str) -> Option<SignerRef> {
-        Some(SignerRef {
+    fn issuer(ns: &str, name: &str) -> Option<IssuerName> {
+        Some(IssuerName {
             kind: IssuerKind::Issuer,
             namespace: Some(ns.into()),
             name: name.into(),
@@ -127,11 +109,7 @@ mod tests {
             ("", true, None),
         ];
         for (name, namespaced, want) in cases {
-            assert_eq!(
-                SignerRef::parse(name, namespaced),
-                want,
-                "{name} namespaced={namespaced}"
-            );
+            assert_eq!(parse(name, namespaced), want, "{name} namespaced={namespaced}");
         }
     }
 
@@ -149,9 +127,9 @@ mod tests {
                 "issuers.cfssl-issuer.wikimedia.org \"ca\" not found",
             ),
         ] {
-            let signer = SignerRef::parse(name, true).expect(name);
+            let signer = parse(name, true).expect(name);
             assert_eq!(signer.describe(), described);
-            assert_eq!(signer.not_found(), missing);
+            assert_eq!(not_found(&signer), missing);
         }
     }
 }

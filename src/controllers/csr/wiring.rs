@@ -14,18 +14,18 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, ResourceExt};
 
-use super::signer_name::SignerRef;
+use super::signer_name;
 use super::{CsrContext, error_policy, reconcile};
 use crate::api::{ClusterIssuer, Issuer};
-use crate::controllers::watches::Relist;
-use crate::controllers::wiring::{Wiring, drive};
+use crate::controllers::kit::wiring::Relist;
+use crate::controllers::kit::wiring::{Wiring, drive};
 
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();
     let namespaced = ctx.namespaced;
     let (forgets, mut relist) = (ctx.clone(), Relist::default());
     let csrs = watcher(
-        Api::<CertificateSigningRequest>::all(ctx.shared.client.clone()),
+        Api::<CertificateSigningRequest>::all(ctx.core.shared.client.clone()),
         watcher::Config::default(),
     )
     .default_backoff()
@@ -67,7 +67,7 @@ fn ours(
     namespaced: bool,
 ) -> Option<watcher::Event<CertificateSigningRequest>> {
     let is_ours =
-        |csr: &CertificateSigningRequest| SignerRef::parse(&csr.spec.signer_name, namespaced).is_some();
+        |csr: &CertificateSigningRequest| signer_name::parse(&csr.spec.signer_name, namespaced).is_some();
     let trim = |mut csr: CertificateSigningRequest| {
         csr.metadata.managed_fields = None;
         csr
@@ -92,7 +92,7 @@ fn csrs_for(
         .state()
         .iter()
         .filter(|csr| {
-            SignerRef::parse(&csr.spec.signer_name, namespaced)
+            signer_name::parse(&csr.spec.signer_name, namespaced)
                 .is_some_and(|s| s.name == name && s.namespace.as_deref() == namespace)
                 && !super::observe::is_settled(csr)
         })

@@ -8,11 +8,11 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::api::{AnyIssuer, Condition, READY, ReadyReason, WritableCondition, find_condition};
 use crate::cfssl::Error as CfsslError;
-use crate::controllers::events::{Notice, reason as event_reason};
-use crate::controllers::plan::{Next, Plan};
-use crate::controllers::signer::{SecretProblem, blame};
-use crate::controllers::status::document;
-use crate::controllers::status::schema::{ObservedGeneration, writes_observed_generation};
+use crate::controllers::kit::events::{Notice, reason as event_reason};
+use crate::controllers::kit::plan::{Next, Plan};
+use crate::controllers::kit::status::document;
+use crate::controllers::kit::status::schema::{ObservedGeneration, writes_observed_generation};
+use crate::controllers::signing::{blame, signer::SecretProblem};
 
 /// What one health check found.
 #[derive(Debug)]
@@ -138,7 +138,7 @@ mod tests {
     use super::*;
     use crate::api::{Issuer, IssuerSpec};
     use crate::cfssl::{Call, Class, IssuerFault};
-    use crate::controllers::testing::{refused, unreachable};
+    use crate::controllers::signing::testing::{refused, unreachable};
 
     #[test]
     fn verdict_table() {
@@ -161,7 +161,7 @@ mod tests {
         });
         let wrong_key = refused("invalid token", Class::Issuer(IssuerFault::Credentials));
         let bad_profile = refused("invalid profile", Class::Issuer(IssuerFault::Config));
-        let tls = crate::controllers::testing::tls("unknown issuer");
+        let tls = crate::controllers::signing::testing::tls("unknown issuer");
         let down = unreachable(Call::Info);
         let bad_bundle = CfsslError::CaBundle("no PEM certificate in it".into());
         use ReadyReason::*;

@@ -10,10 +10,11 @@ use kube::ResourceExt;
 use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use super::watch::spec_changes;
 use super::{IssuerContext, error_policy, reconcile};
 use crate::api::AnyIssuer;
-use crate::controllers::watches;
-use crate::controllers::wiring::{SecretMeta, Watched, Wiring, drive};
+use crate::controllers::kit::secrets::SecretMeta;
+use crate::controllers::kit::wiring::{Watched, Wiring, drive};
 
 /// The controller of issuers of kind `K`. A ClusterIssuer's Secret lives in `home`, the
 /// cluster resource namespace; an Issuer's in its own namespace (`home` is `None`).
@@ -25,7 +26,7 @@ pub fn controller<K: AnyIssuer>(
     ctx: Arc<IssuerContext>,
 ) -> BoxFuture<'static, ()> {
     // Spec changes only: the controller's own status writes do not run it again.
-    let changes = watches::spec_changes(watched.subscribe(), wiring.generations.clone());
+    let changes = spec_changes(watched.subscribe(), ctx.generations.clone());
     let store = watched.store.clone();
     let controller = Controller::for_shared_stream(changes, watched.store.clone())
         .with_config(wiring.config.clone())

@@ -17,8 +17,8 @@ use crate::certificates::decode;
 use crate::certificates::keys::data;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
 use crate::certificates::secret::{self, Repair, secret_data_of};
-use crate::controllers::events::Notice;
-use crate::controllers::plan::{Next, Plan};
+use crate::controllers::kit::events::Notice;
+use crate::controllers::kit::plan::{Next, Plan};
 use crate::pki::keys::{Encoding, Key};
 
 /// The Secret contents a write carries (owned: it outlives the observed objects).

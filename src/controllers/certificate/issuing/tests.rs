@@ -8,7 +8,7 @@ use crate::api::certmanager::{Certificate, CertificateRequest, CertificateReques
 use crate::certificates::fixtures::{self, at, key};
 use crate::certificates::keys::{annotation, data};
 use crate::controllers::certificate::testing::{applied_condition, event, with_condition, with_status};
-use crate::controllers::plan::Next;
+use crate::controllers::kit::plan::Next;
 use crate::pki::keys::{Encoding, Key, KeySpec};
 
 fn issuing(revision: Option<i64>, attempts: Option<i64>) -> Certificate {

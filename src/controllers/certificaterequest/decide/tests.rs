@@ -1,8 +1,5 @@
 use super::*;
 use crate::api::GROUP;
-use crate::cfssl::{Call, IssuerFault};
-use crate::controllers::testing::{refused, unreachable};
-use crate::pki::CsrError;
 
 fn request(ready: Option<(ConditionStatus, RequestReason)>, approved: bool, denied: bool) -> RequestView {
     RequestView {
@@ -18,7 +15,7 @@ fn request(ready: Option<(ConditionStatus, RequestReason)>, approved: bool, deni
     }
 }
 
-fn issuer(state: IssuerState) -> IssuerView {
+fn issuer(state: Readiness) -> IssuerView {
     IssuerView::Known {
         kind: IssuerKind::Issuer,
         name: "ca".into(),
@@ -26,8 +23,8 @@ fn issuer(state: IssuerState) -> IssuerView {
     }
 }
 
-fn not_ready() -> IssuerState {
-    IssuerState::NotReady {
+fn not_ready() -> Readiness {
+    Readiness::NotReady {
         reason: "InvalidCredentials".into(),
         message: "invalid token".into(),
     }
@@ -52,9 +49,9 @@ fn wait(event: WaitReason, message: &str) -> Step {
 #[test]
 fn contract_table() {
     use ConditionStatus::{False, True};
-    use IssuerState::{Missing, Unchecked};
+    use Readiness::{Missing, Unchecked};
     use RequestReason::{Denied, Failed, Issued, Other, Pending};
-    let ready = || issuer(IssuerState::Ready);
+    let ready = || issuer(Readiness::Ready);
     let approved = request(None, true, false);
     let signed_unsaved = RequestView { certificate: Some(kept()), ..approved.clone() };
     let invalid = RequestView { invalid_request: true, ..approved.clone() };
@@ -93,91 +90,6 @@ fn contract_table() {
     ];
     for (row, req, issuer, approval, want) in cases {
         assert_eq!(decide(&req, &issuer, approval), want, "{row}");
-    }
-}
-
-#[test]
-fn hold_table() {
-    let chain = Chain {
-        certificates: "leaf".into(),
-        ca: None,
-    };
-    let unsaved = Signing::Unsaved(chain.clone());
-    let saved = |rv: Option<&str>| Signing::Saved {
-        resource_version: rv.map(str::to_string),
-    };
-    let saved_7 = saved(Some("7"));
-    let saved_unknown = saved(None);
-    // (row, entry, observed resourceVersion, observed has certificate, want)
-    type Row<'a> = (&'a str, Option<&'a Signing>, Option<&'a str>, bool, (Held, bool));
-    let cases: Vec<Row> = vec![
-        ("nothing held", None, Some("5"), false, (Held::Nothing, false)),
-        (
-            "in flight stays",
-            Some(&Signing::InFlight),
-            Some("5"),
-            true,
-            (Held::InFlight, false),
-        ),
-        (
-            "unsaved, stale cache",
-            Some(&unsaved),
-            Some("5"),
-            false,
-            (Held::Unsaved(chain.clone()), false),
-        ),
-        (
-            "unsaved, but the write landed after all",
-            Some(&unsaved),
-            Some("8"),
-            true,
-            (Held::Nothing, true),
-        ),
-        (
-            "saved, stale cache",
-            Some(&saved_7),
-            Some("5"),
-            false,
-            (Held::Saved, false),
-        ),
-        (
-            "saved, stale cache without a version",
-            Some(&saved_7),
-            None,
-            false,
-            (Held::Saved, false),
-        ),
-        (
-            "saved, cache shows the write",
-            Some(&saved_7),
-            Some("7"),
-            false,
-            (Held::Nothing, true),
-        ),
-        (
-            "saved, cache shows a later write",
-            Some(&saved_7),
-            Some("9"),
-            true,
-            (Held::Nothing, true),
-        ),
-        (
-            "saved, version unknown, stale",
-            Some(&saved_unknown),
-            None,
-            false,
-            (Held::Saved, false),
-        ),
-        (
-            "saved, version unknown, certificate seen",
-            Some(&saved_unknown),
-            Some("3"),
-            true,
-            (Held::Nothing, true),
-        ),
-    ];
-    for (row, entry, version, has_certificate, want) in cases {
-        assert_eq!(hold(entry, version, has_certificate), want, "{row}");
     }
 }
 
@@ -294,127 +206,4 @@ fn guard_table() {
     for (row, step, has_certificate, held, want) in cases {
         assert_eq!(guard(step, has_certificate, &held), want, "{row}");
     }
-}
-
-#[test]
-fn outcome_table() {
-    let created: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-    let soon: Timestamp = "2026-01-01T00:01:00Z".parse().unwrap();
-    let late: Timestamp = "2026-01-01T00:05:00Z".parse().unwrap();
-    let max = Duration::from_secs(300);
-    let down = unreachable(Call::AuthSign);
-    let refused_csr = refused("bad request", Class::Permanent);
-    let wrong_key = refused("invalid token", Class::Issuer(IssuerFault::Credentials));
-    let bad_csr = CfsslError::Csr(CsrError::NotPem("x".into()));
-    let other_key = CfsslError::BadCertificate {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
-        source: crate::pki::ChainError::KeyMismatch,
-    };
-    let cases: Vec<(&str, Result<Chain, &CfsslError>, Timestamp, Outcome)> = vec![
-        ("signed", Ok(kept()), soon, Outcome::Issued(kept())),
-        (
-            "CA refused the CSR",
-            Err(&refused_csr),
-            soon,
-            Outcome::Failed(format!("the CA will not sign this request: {refused_csr}")),
-        ),
-        (
-            "garbage CSR is permanent, and the message does not blame the CA",
-            Err(&bad_csr),
-            soon,
-            Outcome::Failed("the request cannot be signed: the CSR is not PEM: x".into()),
-        ),
-        (
-            "a certificate for another key fails at once, not stored, and says the CA signed",
-            Err(&other_key),
-            soon,
-            Outcome::Failed(
-                "the CA signed, but its certificate is unusable and was not stored: authsign at \
-                 https://ca (label \"l\"): unusable certificate: the certificate is for a different \
-                 key than the CSR"
-                    .into(),
-            ),
-        ),
-        (
-            "wrong key blames the issuer",
-            Err(&wrong_key),
-            soon,
-            Outcome::IssuerFault {
-                message: format!("the issuer is misconfigured: {wrong_key}"),
-                reason: ReadyReason::InvalidCredentials,
-            },
-        ),
-        (
-            "CA down: retry",
-            Err(&down),
-            soon,
-            Outcome::Retry(format!("signing failed, will retry: {down}")),
-        ),
-        (
-            "CA down too long: fail",
-            Err(&down),
-            late,
-            give_up_after(&down, "5m"),
-        ),
-    ];
-    for (row, result, now, want) in cases {
-        assert_eq!(outcome(result, Some(created), now, max), want, "{row}");
-    }
-}
-
-#[test]
-fn retry_window_starts_at_the_first_failed_sign() {
-    let at = |s: &str| -> Timestamp { s.parse().unwrap() };
-    let down = unreachable(Call::AuthSign);
-    let retry = Outcome::Retry(format!("signing failed, will retry: {down}"));
-    let give_up = Outcome::Failed(format!("gave up after retrying for 5m: {down}"));
-    let max = Duration::from_secs(300);
-    // (row, first failure, now, want). The request was created at 09:00 and approved at 10:00.
-    let cases = [
-        (
-            "first failure, an hour after creation",
-            None,
-            "2026-01-01T10:00:00Z",
-            &retry,
-        ),
-        (
-            "4m59s into the window",
-            Some("2026-01-01T10:00:00Z"),
-            "2026-01-01T10:04:59Z",
-            &retry,
-        ),
-        (
-            "window ends at exactly 5m",
-            Some("2026-01-01T10:00:00Z"),
-            "2026-01-01T10:05:00Z",
-            &give_up,
-        ),
-        (
-            "long after",
-            Some("2026-01-01T10:00:00Z"),
-            "2026-01-01T11:00:00Z",
-            &give_up,
-        ),
-        (
-            "a later first failure moves the end",
-            Some("2026-01-01T10:30:00Z"),
-            "2026-01-01T10:34:00Z",
-            &retry,
-        ),
-    ];
-    for (row, first, now, want) in cases {
-        let got = outcome(Err(&down), first.map(at), at(now), max);
-        assert_eq!(&got, want, "{row}");
-    }
-    assert_eq!(
-        outcome(Err(&down), None, at("2026-01-01T10:00:00Z"), Duration::ZERO),
-        give_up_after(&down, "0s"),
-        "no window at all fails at the first failure"
-    );
-}
-
-fn give_up_after(err: &CfsslError, window: &str) -> Outcome {
-    Outcome::Failed(format!("gave up after retrying for {window}: {err}"))
 }

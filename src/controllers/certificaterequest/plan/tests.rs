@@ -4,9 +4,10 @@ use std::time::Duration;
 
 use kube::runtime::events::EventType;
 
+use super::super::decide::{Ready, WaitReason};
 use super::*;
+use crate::api::IssuerKind;
 use crate::api::ReadyReason;
-use crate::controllers::certificaterequest::decide::{Ready, WaitReason};
 
 const NOW: &str = "2026-11-22T10:00:00Z";
 const EARLIER: &str = "2026-11-22T09:00:00Z";
@@ -254,12 +255,7 @@ fn step_table() {
             fresh,
             Held::Nothing,
             false,
-            decision(
-                None,
-                None,
-                Next::Work(Work::Sign(issuer)),
-                memo(Over, none, false),
-            ),
+            decision(None, None, Next::Work(Work::Sign), memo(Over, none, false)),
         ),
     ];
     for (row, step, request, held, announced, want) in cases {
@@ -271,7 +267,6 @@ fn step_table() {
 fn outcome_table() {
     use EventType::{Normal, Warning};
     use Waiting::Unchanged;
-    let kind = IssuerKind::Issuer;
     let request = pending("signing failed, will retry: down");
     let fault = Outcome::IssuerFault {
         message: "wrong key".into(),
@@ -323,13 +318,13 @@ fn outcome_table() {
             decision(
                 apply("False", "Pending", "wrong key", EARLIER, json!({})),
                 notice(Warning, "IssuerNotReady", "wrong key"),
-                Next::Work(Work::RecheckIssuer(kind)),
+                Next::Work(Work::RecheckIssuer),
                 memo(Unchanged, Window::Unchanged, false),
             ),
         ),
     ];
     for (row, outcome, want) in cases {
-        assert_eq!(for_outcome(outcome, kind, &request, at(NOW)), want, "{row}");
+        assert_eq!(for_outcome(outcome, &request, at(NOW)), want, "{row}");
     }
 }
 

@@ -2,7 +2,7 @@
 //! sign) and the namespaced extension (review, refused), then the guard against signing twice.
 
 use super::*;
-use crate::controllers::signings::Held;
+use crate::controllers::signing::once::Held;
 
 fn approved() -> CsrView {
     CsrView {
@@ -18,12 +18,12 @@ fn approved() -> CsrView {
     }
 }
 
-fn cluster() -> SignerRef {
-    SignerRef::parse("clusterissuers.cfssl-issuer.wikimedia.org/ca", true).unwrap()
+fn cluster() -> IssuerName {
+    signer_name::parse("clusterissuers.cfssl-issuer.wikimedia.org/ca", true).unwrap()
 }
 
-fn namespaced() -> SignerRef {
-    SignerRef::parse("issuers.cfssl-issuer.wikimedia.org/team-a.ca", true).unwrap()
+fn namespaced() -> IssuerName {
+    signer_name::parse("issuers.cfssl-issuer.wikimedia.org/team-a.ca", true).unwrap()
 }
 
 fn wait_ready(message: &str) -> Step {
@@ -43,12 +43,12 @@ fn chain() -> Chain {
 #[test]
 fn decide_table() {
     use Access::{Allowed, NotNeeded, Refused, Unknown};
-    use IssuerReadiness::{Missing, Outdated, Ready, Unchecked};
+    use Readiness::{Missing, Outdated, Ready, Unchecked};
     let bad_duration = Invalid {
         reason: reason::ERROR_PARSE_DURATION,
         message: "Failed to parse requested duration: x".into(),
     };
-    let not_ready = IssuerReadiness::NotReady {
+    let not_ready = Readiness::NotReady {
         reason: "CAUnreachable".into(),
         message: "connection refused".into(),
     };
@@ -61,7 +61,7 @@ fn decide_table() {
     };
     let (c, n) = (cluster(), namespaced());
     // (row, csr, signer, issuer, access, want)
-    let cases: Vec<(&str, CsrView, &SignerRef, IssuerReadiness, Access, Step)> = vec![
+    let cases: Vec<(&str, CsrView, &IssuerName, Readiness, Access, Step)> = vec![
         ("unapproved", CsrView { approved: false, ..approved() }, &c, Ready, NotNeeded, Step::Leave),
         (
             "denied, no write",

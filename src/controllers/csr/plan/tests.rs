@@ -49,6 +49,7 @@ fn issued_decision() -> Decision {
         memo: Memo {
             window: Window::Close,
             hold_written: true,
+            ..Memo::default()
         },
     }
 }
@@ -112,6 +113,7 @@ fn for_step_table() {
                 memo: Memo {
                     window: Window::Close,
                     hold_written: false,
+                    ..Memo::default()
                 },
             },
         ),
@@ -138,6 +140,7 @@ fn for_outcome_table() {
     let open = Memo {
         window: Window::Open,
         hold_written: false,
+        ..Memo::default()
     };
     let cases = [
         ("issued", Outcome::Issued(chain()), issued_decision()),
@@ -160,6 +163,7 @@ fn for_outcome_table() {
                 memo: Memo {
                     window: Window::Close,
                     hold_written: true,
+                    ..Memo::default()
                 },
             },
         ),

@@ -242,4 +242,89 @@ mod tests {
         drop(flight);
         assert_eq!(signings.unsaved(), 1, "the signature stays, unsaved");
     }
+
+    #[test]
+    fn hold_table() {
+        let chain = Chain {
+            certificates: "leaf".into(),
+            ca: None,
+        };
+        let unsaved = Signing::Unsaved(chain.clone());
+        let saved = |rv: Option<&str>| Signing::Saved {
+            resource_version: rv.map(str::to_string),
+        };
+        let saved_7 = saved(Some("7"));
+        let saved_unknown = saved(None);
+        // (row, entry, observed resourceVersion, observed has certificate, want)
+        type Row<'a> = (&'a str, Option<&'a Signing>, Option<&'a str>, bool, (Held, bool));
+        let cases: Vec<Row> = vec![
+            ("nothing held", None, Some("5"), false, (Held::Nothing, false)),
+            (
+                "in flight stays",
+                Some(&Signing::InFlight),
+                Some("5"),
+                true,
+                (Held::InFlight, false),
+            ),
+            (
+                "unsaved, stale cache",
+                Some(&unsaved),
+                Some("5"),
+                false,
+                (Held::Unsaved(chain.clone()), false),
+            ),
+            (
+                "unsaved, but the write landed after all",
+                Some(&unsaved),
+                Some("8"),
+                true,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, stale cache",
+                Some(&saved_7),
+                Some("5"),
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, stale cache without a version",
+                Some(&saved_7),
+                None,
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, cache shows the write",
+                Some(&saved_7),
+                Some("7"),
+                false,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, cache shows a later write",
+                Some(&saved_7),
+                Some("9"),
+                true,
+                (Held::Nothing, true),
+            ),
+            (
+                "saved, version unknown, stale",
+                Some(&saved_unknown),
+                None,
+                false,
+                (Held::Saved, false),
+            ),
+            (
+                "saved, version unknown, certificate seen",
+                Some(&saved_unknown),
+                Some("3"),
+                true,
+                (Held::Nothing, true),
+            ),
+        ];
+        for (row, entry, version, has_certificate, want) in cases {
+            assert_eq!(hold(entry, version, has_certificate), want, "{row}");
+        }
+    }
 }

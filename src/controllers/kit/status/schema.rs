@@ -280,10 +280,10 @@ mod tests {
         let ours = crate::api::crds();
         let go = [
             go_crd(include_str!(
-                "../../../tests/data/crds/cfssl-issuer.wikimedia.org_issuers.yaml"
+                "../../../../tests/data/crds/cfssl-issuer.wikimedia.org_issuers.yaml"
             )),
             go_crd(include_str!(
-                "../../../tests/data/crds/cfssl-issuer.wikimedia.org_clusterissuers.yaml"
+                "../../../../tests/data/crds/cfssl-issuer.wikimedia.org_clusterissuers.yaml"
             )),
         ];
         let mut preserving = go[0].clone();

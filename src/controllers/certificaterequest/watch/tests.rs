@@ -1,18 +1,56 @@
-//! Tests of the watch filters and of what the manager forgets.
+//! Tests of the request watch filter and of what the controller forgets.
+
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::runtime::reflector;
 use serde_json::json;
 
 use super::*;
-use crate::api::{Issuer, IssuerSpec};
-use crate::cfssl::{AuthKey, ClientConfig};
-use crate::controllers::certificaterequest::decide::Signing;
-use crate::controllers::signer::Fingerprint;
-use crate::controllers::{Config, Contexts, system_clock};
+use crate::clock::system_clock;
+use crate::controllers::kit::status::schema::StatusSchemas;
+use crate::controllers::kit::{Config, Shared};
+use crate::controllers::signing::once::Signing;
+use crate::controllers::signing::{Issuers, Signer};
 use crate::pki::Chain;
 use crate::telemetry::Metrics;
-use crate::telemetry::metrics::{CallLabels, IssuerLabels};
+
+fn client() -> kube::Client {
+    let (service, _handle) =
+        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+    kube::Client::new(service, "default")
+}
+
+fn shared() -> Arc<Shared> {
+    Arc::new(Shared {
+        client: client(),
+        config: Config::new("cfssl-system"),
+        clock: system_clock(),
+        metrics: Arc::new(Metrics::default()),
+        status_schemas: StatusSchemas::default(),
+    })
+}
+
+fn signer(shared: &Shared) -> Arc<Signer> {
+    Arc::new(Signer::new(
+        shared.client.clone(),
+        &shared.config,
+        shared.clock.clone(),
+        shared.metrics.clone(),
+    ))
+}
+
+fn context() -> RequestContext {
+    let shared = shared();
+    let signer = signer(&shared);
+    let (issuers, _) = reflector::store();
+    let (cluster_issuers, _) = reflector::store();
+    let caches = Issuers {
+        issuers,
+        cluster_issuers,
+    };
+    RequestContext::new(shared, signer, caches, tokio::sync::mpsc::unbounded_channel().0)
+}
 
 fn request(name: &str, group: &str, certificate: &str) -> CertificateRequest {
     let mut cr: CertificateRequest = serde_json::from_value(json!({
@@ -208,53 +246,6 @@ fn the_cache_holds_only_our_requests() {
     assert!(store.state()[0].metadata.managed_fields.is_none());
 }
 
-#[test]
-fn only_spec_changes_pass() {
-    let g = Generations::default();
-    let issuer = |name: &str, uid: &str, generation: Option<i64>| {
-        let mut i = Issuer::new(name, IssuerSpec::default());
-        i.metadata.namespace = Some("apps".into());
-        i.metadata.uid = Some(uid.into());
-        i.metadata.generation = generation;
-        i
-    };
-    let cases = [
-        ("first sight", "a", "u1", Some(1), true),
-        ("status-only write", "a", "u1", Some(1), false),
-        ("again", "a", "u1", Some(1), false),
-        ("another issuer", "b", "u9", Some(1), true),
-        ("spec change", "a", "u1", Some(2), true),
-        ("same name, recreated", "a", "u2", Some(2), true),
-        ("no generation", "c", "u3", None, true),
-        ("no generation, again", "c", "u3", None, true),
-    ];
-    for (row, name, uid, generation, want) in cases {
-        assert_eq!(g.changed(&issuer(name, uid, generation)), want, "{row}");
-    }
-    assert_eq!(g.len(), 2);
-    g.forget("Issuer/apps/a");
-    assert!(g.changed(&issuer("a", "u2", Some(2))), "forgotten: passes again");
-    g.retain(|key| key != "Issuer/apps/b");
-    assert_eq!(g.len(), 1);
-}
-
-fn context() -> Contexts {
-    let (service, _handle) =
-        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
-    let client = kube::Client::new(service, "default");
-    let (issuers, _) = reflector::store();
-    let (cluster_issuers, _) = reflector::store();
-    Contexts::new(
-        client,
-        Config::new("cfssl-system"),
-        system_clock(),
-        issuers,
-        cluster_issuers,
-        Arc::new(Metrics::default()),
-    )
-    .0
-}
-
 #[tokio::test]
 async fn a_deleted_request_is_forgotten() {
     let ctx = context();
@@ -263,10 +254,10 @@ async fn a_deleted_request_is_forgotten() {
     let other = request("api-1", crate::api::GROUP, "api");
     for cr in [&old, &new, &other] {
         let uid = request_key(cr);
-        ctx.requests.kept.backoff.next(uid.clone());
-        ctx.requests.kept.memory.failed(&uid, ctx.shared.now());
-        ctx.requests.kept.memory.announced(&uid);
-        ctx.requests.kept.signings.insert(
+        ctx.core.ledger.backoff.next(uid.clone());
+        ctx.core.ledger.memory.failed(&uid, ctx.core.shared.now());
+        ctx.core.ledger.memory.announced(&uid);
+        ctx.core.ledger.signings.insert(
             &uid,
             Signing::Unsaved(Chain {
                 certificates: "c".into(),
@@ -274,16 +265,18 @@ async fn a_deleted_request_is_forgotten() {
             }),
         );
         let labels = expiry_labels(cr, "Issuer/apps/ca");
-        ctx.shared
+        ctx.core
+            .shared
             .metrics
             .certificate_expiry
             .get_or_create(&labels)
             .set(1.0);
         // As signing does: the series shows the request signed last.
-        ctx.requests.expiry.set(labels, &uid);
+        ctx.expiry.set(labels, &uid);
     }
     let has = |cr: &CertificateRequest| {
-        ctx.shared
+        ctx.core
+            .shared
             .metrics
             .certificate_expiry
             .get(&expiry_labels(cr, "Issuer/apps/ca"))
@@ -295,24 +288,20 @@ async fn a_deleted_request_is_forgotten() {
         "one series per Certificate"
     );
 
-    request_event(Event::Delete(old.clone()), &ctx.requests, &mut Relist::default());
-    assert_eq!(ctx.requests.kept.backoff.len(), 2);
-    assert_eq!(ctx.requests.kept.signings.snapshot().len(), 2);
-    assert_eq!(ctx.requests.kept.memory.len(), 4);
+    request_event(Event::Delete(old.clone()), &ctx, &mut Relist::default());
+    assert_eq!(ctx.core.ledger.backoff.len(), 2);
+    assert_eq!(ctx.core.ledger.signings.snapshot().len(), 2);
+    assert_eq!(ctx.core.ledger.memory.len(), 4);
     assert!(has(&new), "the series shows web-2's signature, not web-1's");
 
-    request_event(Event::Delete(new.clone()), &ctx.requests, &mut Relist::default());
+    request_event(Event::Delete(new.clone()), &ctx, &mut Relist::default());
     assert!(!has(&new), "the request the series showed is gone");
     assert!(has(&other));
 
-    request_event(
-        Event::Delete(other.clone()),
-        &ctx.requests,
-        &mut Relist::default(),
-    );
-    assert!(ctx.requests.kept.backoff.is_empty());
-    assert!(ctx.requests.kept.signings.snapshot().is_empty());
-    assert!(ctx.requests.kept.memory.is_empty());
+    request_event(Event::Delete(other.clone()), &ctx, &mut Relist::default());
+    assert!(ctx.core.ledger.backoff.is_empty());
+    assert!(ctx.core.ledger.signings.snapshot().is_empty());
+    assert!(ctx.core.ledger.memory.is_empty());
     assert!(!has(&other));
 }
 
@@ -327,121 +316,36 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     let labels = expiry_labels(&issued, "Issuer/apps/ca");
     for cr in [&issued, &pending] {
         let uid = request_key(cr);
-        ctx.requests.kept.backoff.next(uid.clone());
-        ctx.requests.kept.memory.announced(&uid);
-        ctx.requests.kept.signings.saved(&uid, Some("7".into()));
+        ctx.core.ledger.backoff.next(uid.clone());
+        ctx.core.ledger.memory.announced(&uid);
+        ctx.core.ledger.signings.saved(&uid, Some("7".into()));
     }
-    ctx.shared
+    ctx.core
+        .shared
         .metrics
         .certificate_expiry
         .get_or_create(&labels)
         .set(1.0);
-    ctx.requests.expiry.set(labels.clone(), &request_key(&issued));
+    ctx.expiry.set(labels.clone(), &request_key(&issued));
 
-    let seen = request_event(
-        Event::Apply(issued.clone()),
-        &ctx.requests,
-        &mut Relist::default(),
-    );
-    request_event(
-        Event::Apply(pending.clone()),
-        &ctx.requests,
-        &mut Relist::default(),
-    );
+    let seen = request_event(Event::Apply(issued.clone()), &ctx, &mut Relist::default());
+    request_event(Event::Apply(pending.clone()), &ctx, &mut Relist::default());
     assert!(
         matches!(&seen, Some(Event::Apply(cr)) if !is_ours(cr) && cr.metadata.uid == issued.metadata.uid),
         "cached bare: {seen:?}"
     );
     let pending_uid = request_key(&pending);
     assert_eq!(
-        ctx.requests.kept.signings.snapshot().len(),
+        ctx.core.ledger.signings.snapshot().len(),
         2,
         "the Saved entry guards until the delete"
     );
-    assert_eq!(ctx.requests.kept.backoff.len(), 1);
-    assert_eq!(ctx.requests.kept.memory.len(), 1);
-    assert!(ctx.requests.kept.memory.is_announced(&pending_uid));
-    assert!(!ctx.requests.kept.memory.is_announced(&request_key(&issued)));
-    assert!(ctx.shared.metrics.certificate_expiry.get(&labels).is_some());
-    assert_eq!(ctx.requests.expiry.len(), 1);
-}
-
-/// Puts a CFSSL client for the issuer `key` in the signer's cache.
-fn build_client(ctx: &Contexts, key: &str, uid: &str) {
-    let fingerprint = Fingerprint {
-        issuer_uid: uid.into(),
-        generation: 1,
-        secret_version: "1".into(),
-    };
-    let config = || ClientConfig::new("http://127.0.0.1:1", "l", AuthKey::from_hex("00").unwrap());
-    ctx.issuers
-        .signer
-        .clients
-        .get_or_build(key, fingerprint, config)
-        .unwrap();
-}
-
-#[tokio::test]
-async fn a_deleted_issuer_is_forgotten() {
-    let ctx = context();
-    let generations = Generations::default();
-    let mut gone = Issuer::new("gone", IssuerSpec::default());
-    gone.metadata.namespace = Some("apps".into());
-    gone.metadata.uid = Some("uid-gone".into());
-    gone.metadata.generation = Some(1);
-    let mut kept = gone.clone();
-    kept.metadata.name = Some("kept".into());
-    kept.metadata.uid = Some("uid-kept".into());
-    for issuer in [&gone, &kept] {
-        let key = key(issuer);
-        build_client(&ctx, &key, &issuer.uid().unwrap());
-        ctx.issuers.backoff.next(key.clone());
-        generations.changed(issuer);
-        let labels = CallLabels {
-            issuer: key.clone(),
-            label: "l".into(),
-            call: "check",
-        };
-        ctx.shared.metrics.observe_call(labels, 0.1, Some("retryable"));
-        ctx.shared
-            .metrics
-            .issuer_ready
-            .get_or_create(&IssuerLabels { issuer: key })
-            .set(0);
-    }
-
-    issuer_event(
-        &Event::Apply(gone.clone()),
-        &ctx.issuers,
-        &generations,
-        &mut Relist::default(),
-    );
-    assert_eq!(
-        (
-            ctx.issuers.signer.clients.len(),
-            ctx.issuers.backoff.len(),
-            generations.len()
-        ),
-        (2, 2, 2),
-        "not on update"
-    );
-    issuer_event(
-        &Event::Delete(gone),
-        &ctx.issuers,
-        &generations,
-        &mut Relist::default(),
-    );
-
-    assert_eq!(
-        ctx.issuers.signer.clients.len(),
-        1,
-        "the client and its HMAC key are dropped"
-    );
-    assert_eq!(ctx.issuers.backoff.len(), 1);
-    assert_eq!(generations.len(), 1);
-    let text = ctx.shared.metrics.encode();
-    assert!(!text.contains("Issuer/apps/gone"), "{text}");
-    assert!(text.contains("Issuer/apps/kept"), "{text}");
+    assert_eq!(ctx.core.ledger.backoff.len(), 1);
+    assert_eq!(ctx.core.ledger.memory.len(), 1);
+    assert!(ctx.core.ledger.memory.is_announced(&pending_uid));
+    assert!(!ctx.core.ledger.memory.is_announced(&request_key(&issued)));
+    assert!(ctx.core.shared.metrics.certificate_expiry.get(&labels).is_some());
+    assert_eq!(ctx.expiry.len(), 1);
 }
 
 #[tokio::test]
@@ -452,15 +356,16 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     let series = |cr: &CertificateRequest| expiry_labels(cr, "Issuer/apps/ca");
     for cr in [&live, &gone] {
         let uid = request_key(cr);
-        ctx.shared
+        ctx.core
+            .shared
             .metrics
             .certificate_expiry
             .get_or_create(&series(cr))
             .set(1.0);
-        ctx.requests.expiry.set(series(cr), &uid);
-        ctx.requests.kept.backoff.next(uid.clone());
-        ctx.requests.kept.memory.failed(&uid, ctx.shared.now());
-        ctx.requests.kept.signings.insert(
+        ctx.expiry.set(series(cr), &uid);
+        ctx.core.ledger.backoff.next(uid.clone());
+        ctx.core.ledger.memory.failed(&uid, ctx.core.shared.now());
+        ctx.core.ledger.signings.insert(
             &uid,
             Signing::Unsaved(Chain {
                 certificates: "c".into(),
@@ -475,65 +380,27 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
         Event::InitApply(request("foreign", "cert-manager.io", "x")),
     ];
     for event in events {
-        request_event(event, &ctx.requests, &mut relist);
+        request_event(event, &ctx, &mut relist);
         assert_eq!(
-            ctx.requests.kept.backoff.len(),
+            ctx.core.ledger.backoff.len(),
             2,
             "nothing swept before the relist ends"
         );
     }
-    request_event(Event::InitDone, &ctx.requests, &mut relist);
+    request_event(Event::InitDone, &ctx, &mut relist);
     let uid = request_key(&live);
-    assert_eq!(ctx.requests.kept.backoff.len(), 1);
-    assert!(ctx.requests.kept.memory.first_failure(&uid).is_some());
-    assert_eq!(ctx.requests.kept.memory.len(), 1);
+    assert_eq!(ctx.core.ledger.backoff.len(), 1);
+    assert!(ctx.core.ledger.memory.first_failure(&uid).is_some());
+    assert_eq!(ctx.core.ledger.memory.len(), 1);
     assert_eq!(
-        ctx.requests.kept.signings.snapshot().keys().collect::<Vec<_>>(),
+        ctx.core.ledger.signings.snapshot().keys().collect::<Vec<_>>(),
         [&uid]
     );
-    let metrics = &ctx.shared.metrics;
+    let metrics = &ctx.core.shared.metrics;
     assert!(metrics.certificate_expiry.get(&series(&live)).is_some());
     assert!(metrics.certificate_expiry.get(&series(&gone)).is_none());
-    assert_eq!(ctx.requests.expiry.len(), 1);
+    assert_eq!(ctx.expiry.len(), 1);
     // Outside a relist, nothing is swept.
-    request_event(Event::InitDone, &ctx.requests, &mut relist);
-    assert_eq!(ctx.requests.kept.backoff.len(), 1);
-}
-
-#[tokio::test]
-async fn a_relist_sweeps_issuers_of_its_kind_whose_delete_was_missed() {
-    let ctx = context();
-    let generations = Generations::default();
-    let issuer = |name: &str| {
-        let mut i = Issuer::new(name, IssuerSpec::default());
-        i.metadata.namespace = Some("apps".into());
-        i.metadata.generation = Some(1);
-        i
-    };
-    let keys = ["Issuer/apps/live", "Issuer/apps/gone", "ClusterIssuer/other"];
-    for key in keys {
-        build_client(&ctx, key, key);
-        ctx.issuers.backoff.next(key.to_string());
-        ctx.shared.metrics.set_issuer_ready(key, true);
-    }
-    generations.changed(&issuer("live"));
-    generations.changed(&issuer("gone"));
-    let mut relist = Relist::default();
-    for event in [Event::Init, Event::InitApply(issuer("live")), Event::InitDone] {
-        issuer_event(&event, &ctx.issuers, &generations, &mut relist);
-    }
-    assert_eq!(
-        (
-            ctx.issuers.signer.clients.len(),
-            ctx.issuers.backoff.len(),
-            generations.len()
-        ),
-        (2, 2, 1)
-    );
-    let text = ctx.shared.metrics.encode();
-    assert!(!text.contains("Issuer/apps/gone"), "{text}");
-    assert!(
-        text.contains("Issuer/apps/live") && text.contains("ClusterIssuer/other"),
-        "{text}"
-    );
+    request_event(Event::InitDone, &ctx, &mut relist);
+    assert_eq!(ctx.core.ledger.backoff.len(), 1);
 }

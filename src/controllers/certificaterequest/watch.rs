@@ -1,5 +1,5 @@
-//! What the watches keep of each object before the caches see it, and what the manager forgets
-//! when an object goes.
+//! What the request watch keeps of each request before the cache sees it, and what the
+//! controller forgets when a request goes.
 //!
 //! - A CertificateRequest for another issuer group is not cached at all: the controller never
 //!   acts on one and the issuer watches never look for one, so 20,000 of cert-manager's own
@@ -12,35 +12,24 @@
 //!   (issuing reads a signed request's chain from it): the controller has nothing more to do
 //!   with it, and 10,000 issued requests cached even without their PEM held 21 MB (2.1 KB
 //!   each, measured with a counting allocator). It is not turned into a delete (see
-//!   [`trim_request_event`]). Its backoff and memory go at once; what signing holds
-//!   for it (the written resourceVersion, a few dozen bytes) stays until it is deleted, as the
-//!   guard against a reconcile dispatched with its stale object. Should it ever become
-//!   non-terminal again, its next update brings it back.
-//! - A deleted issuer takes its CFSSL client (and the HMAC key in it), its backoff entry, its
-//!   metric series and its last seen generation with it; a deleted request takes its backoff
-//!   entry, its unsaved chain, what [`super::memory`] holds for it and the expiry series of its
-//!   Certificate when that series shows this request's signature.
-//! - The issuer controllers run on spec changes only ([`Generations`]): their own status writes
-//!   do not run them again.
+//!   [`trim_request_event`]). Its backoff and memory go at once; what signing holds for it (the
+//!   written resourceVersion, a few dozen bytes) stays until it is deleted, as the guard
+//!   against a reconcile dispatched with its stale object. Should it ever become non-terminal
+//!   again, its next update brings it back.
+//! - A deleted request takes its backoff entry, its unsaved chain, what the ledger holds for it
+//!   and the expiry series of its Certificate when that series shows this request's signature.
 //!
-//! Deletes are seen on the watch, before the cache drops the object. Those missed while a watch
-//! was down are swept when it relists ([`Relist`]): what the manager holds for objects the relist
-//! did not bring goes, expiry series included.
+//! Deletes are seen on the watch, before the cache drops the object. Those missed while the
+//! watch was down are swept when it relists ([`Relist`]).
 
-use crate::clock::lock;
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-
-use futures::{Stream, StreamExt, future};
 use kube::ResourceExt;
 use kube::runtime::watcher::Event;
 
-use super::certificaterequest::observe::is_terminal;
-use super::certificaterequest::{RequestContext, expiry_labels, request_key};
-use super::issuer::IssuerContext;
-use super::signer::key;
+use super::observe::is_terminal;
+use super::{RequestContext, expiry_labels, request_key};
+use crate::api::IssuerKind;
 use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
-use crate::api::{AnyIssuer, IssuerKind};
+use crate::controllers::kit::wiring::Relist;
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
 /// controller fails those, so it must see them).
@@ -100,7 +89,7 @@ pub fn request_event(
     ctx: &RequestContext,
     relist: &mut Relist,
 ) -> Option<Event<CertificateRequest>> {
-    let keep_chains = ctx.shared.config.standalone.is_some();
+    let keep_chains = ctx.core.shared.config.standalone.is_some();
     match &event {
         Event::Delete(cr) if is_ours(cr) => forget_request(ctx, cr),
         // Never reconciled again, so nothing else would drop its backoff and memory. What
@@ -108,57 +97,29 @@ pub fn request_event(
         // stale object before this event may still run, and only that entry stops it from
         // signing again (e2e_once's issuer churn signed 502 of 500 without it).
         Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
-            ctx.kept.settle(&request_key(cr));
+            ctx.core.ledger.settle(&request_key(cr));
         }
         _ => {}
     }
     let ours = |cr: &CertificateRequest| is_ours(cr).then(|| request_key(cr));
     if let Some(live) = relist.observe(&event, ours) {
-        ctx.kept.retain(&live);
+        ctx.core.ledger.retain(&live);
         for labels in ctx.expiry.retain(&live) {
-            ctx.shared.metrics.certificate_expiry.remove(&labels);
+            ctx.core.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
     trim_request_event(event, keep_chains)
-}
-
-/// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed
-/// while the watch was down left behind.
-#[derive(Debug, Default)]
-pub struct Relist {
-    keys: Option<HashSet<String>>,
-}
-
-impl Relist {
-    /// Feeds one event; at the end of a relist, the keys of every object it brought.
-    pub fn observe<K>(
-        &mut self,
-        event: &Event<K>,
-        key: impl Fn(&K) -> Option<String>,
-    ) -> Option<HashSet<String>> {
-        match event {
-            Event::Init => self.keys = Some(HashSet::new()),
-            Event::InitApply(obj) => {
-                if let (Some(keys), Some(key)) = (&mut self.keys, key(obj)) {
-                    keys.insert(key);
-                }
-            }
-            Event::InitDone => return self.keys.take(),
-            Event::Apply(_) | Event::Delete(_) => {}
-        }
-        None
-    }
 }
 
 /// Drops what the manager holds for a deleted request: backoff, memory, what signing held and
 /// its expiry series.
 pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
-    ctx.kept.forget(&uid);
+    ctx.core.ledger.forget(&uid);
     if let Some(issuer) = issuer_key_of(cr) {
         let labels = expiry_labels(cr, &issuer);
         if ctx.expiry.release(&labels, &uid) {
-            ctx.shared.metrics.certificate_expiry.remove(&labels);
+            ctx.core.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
 }
@@ -173,84 +134,6 @@ fn issuer_key_of(cr: &CertificateRequest) -> Option<String> {
         Ok(kind @ IssuerKind::ClusterIssuer) => Some(format!("{kind}/{name}")),
         Err(_) => None,
     }
-}
-
-/// Observe: one issuer watch event; a delete forgets the issuer, the end of a relist every
-/// issuer of this kind it did not bring.
-pub fn issuer_event<K: AnyIssuer>(
-    event: &Event<K>,
-    ctx: &IssuerContext,
-    generations: &Generations,
-    relist: &mut Relist,
-) {
-    if let Event::Delete(issuer) = event {
-        forget_issuer(ctx, generations, issuer);
-    }
-    let Some(live) = relist.observe(event, |i| Some(key(i))) else {
-        return;
-    };
-    let prefix = format!("{}/", K::KIND);
-    let gone = |key: &str| key.starts_with(&prefix) && !live.contains(key);
-    ctx.signer.clients.retain(|key| !gone(key));
-    ctx.backoff.retain(|key| !gone(key));
-    ctx.shared.metrics.retain_issuers(&prefix, &live);
-    generations.retain(|key| !gone(key));
-}
-
-/// Drops what the manager holds for a deleted issuer.
-pub fn forget_issuer<K: AnyIssuer>(ctx: &IssuerContext, generations: &Generations, issuer: &K) {
-    let key = key(issuer);
-    ctx.signer.clients.forget(&key);
-    ctx.backoff.reset(&key);
-    ctx.shared.metrics.forget_issuer(&key);
-    generations.forget(&key);
-    tracing::debug!(issuer = %key, "deleted; client, backoff and metrics dropped");
-}
-
-/// The UID and generation each issuer (by [`key`]) was last passed on with: a change
-/// of anything else, status included, does not pass.
-#[derive(Debug, Default)]
-pub struct Generations {
-    seen: Mutex<HashMap<String, (Option<String>, i64)>>,
-}
-
-impl Generations {
-    /// Whether `issuer` is new (a new UID under an old name included) or its spec changed since
-    /// it last passed. Objects without a generation always pass.
-    pub fn changed<K: AnyIssuer>(&self, issuer: &K) -> bool {
-        let Some(generation) = issuer.meta().generation else {
-            return true;
-        };
-        let seen = (issuer.uid(), generation);
-        let mut generations = lock(&self.seen);
-        generations.insert(key(issuer), seen.clone()) != Some(seen)
-    }
-
-    /// Forgets the issuer with this key.
-    pub fn forget(&self, key: &str) {
-        lock(&self.seen).remove(key);
-    }
-
-    /// Keeps only the issuers `keep` accepts.
-    pub fn retain(&self, mut keep: impl FnMut(&str) -> bool) {
-        lock(&self.seen).retain(|k, _| keep(k));
-    }
-
-    pub fn len(&self) -> usize {
-        lock(&self.seen).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The issuers of `stream` whose spec changed (see [`Generations::changed`]).
-pub fn spec_changes<K: AnyIssuer>(
-    stream: impl Stream<Item = Arc<K>>,
-    generations: Arc<Generations>,
-) -> impl Stream<Item = Arc<K>> {
-    stream.filter(move |obj| future::ready(generations.changed(&**obj)))
 }
 
 #[cfg(test)]

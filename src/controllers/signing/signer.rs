@@ -13,15 +13,17 @@ use kube::ResourceExt;
 
 pub use self::clients::{Clients, Fingerprint};
 pub use self::credentials::{Credentials, SecretProblem};
-use super::wiring::SecretIndex;
-use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
-use crate::cfssl::{self, Class, ClientConfig, IssuerFault};
-use crate::clock::Clock;
-use crate::telemetry::Metrics;
-use crate::telemetry::metrics::{CallLabels, IssuerLabels};
 use k8s_openapi::jiff::Timestamp;
 
-use super::certificaterequest::decide::{Outcome, outcome};
+use super::issuers::Found;
+use super::outcome::{Outcome, blame, outcome};
+use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
+use crate::cfssl::{self, Class, ClientConfig};
+use crate::clock::Clock;
+use crate::controllers::kit::Config;
+use crate::controllers::kit::secrets::SecretIndex;
+use crate::telemetry::Metrics;
+use crate::telemetry::metrics::{CallLabels, IssuerLabels};
 
 /// A stable name for logs, backoff, metrics and the client cache: `Issuer/ns/name` or
 /// `ClusterIssuer/name`.
@@ -70,7 +72,7 @@ impl Unusable {
 }
 
 impl Signer {
-    pub fn new(client: kube::Client, config: &super::Config, clock: Clock, metrics: Arc<Metrics>) -> Self {
+    pub fn new(client: kube::Client, config: &Config, clock: Clock, metrics: Arc<Metrics>) -> Self {
         Signer {
             client,
             cluster_resource_namespace: config.cluster_resource_namespace.clone(),
@@ -83,8 +85,8 @@ impl Signer {
         }
     }
 
-    /// What the Secret metadata watch keeps current: the feed of [`super::wiring::Wiring`]
-    /// is built on it.
+    /// What the Secret metadata watch keeps current: the manager's
+    /// [`SecretFeed`](crate::controllers::kit::secrets::SecretFeed) is built on it.
     pub fn secret_index(&self) -> &SecretIndex {
         &self.secrets
     }
@@ -120,6 +122,19 @@ impl Signer {
             outcome(chain, first_failure, (self.clock)(), self.max_retry),
             not_after,
         )
+    }
+
+    /// [`Signer::sign`] through an issuer found in the caches.
+    pub async fn sign_found(
+        &self,
+        issuer: &Found,
+        request: &[u8],
+        first_failure: Option<Timestamp>,
+    ) -> (Outcome, Option<i64>) {
+        match issuer {
+            Found::Issuer(issuer) => self.sign(&**issuer, request, first_failure).await,
+            Found::ClusterIssuer(issuer) => self.sign(&**issuer, request, first_failure).await,
+        }
     }
 
     /// The issuer's client for signing: the cached one while the metadata watch shows the
@@ -206,18 +221,6 @@ pub fn client_config(
     config.ca_bundle_pem = spec.ca_bundle.as_ref().map(|b| b.0.clone());
     config.timeout = timeout;
     config
-}
-
-/// The issuer's `Ready` reason for a CFSSL error.
-pub fn blame(err: &cfssl::Error) -> ReadyReason {
-    match err.class() {
-        Class::Issuer(IssuerFault::Credentials) => ReadyReason::InvalidCredentials,
-        Class::Issuer(IssuerFault::Config) => ReadyReason::InvalidConfig,
-        Class::Issuer(IssuerFault::Tls) => ReadyReason::TlsError,
-        Class::Retryable => ReadyReason::CaUnreachable,
-        // A check refused for a reason that is neither ours nor the network's.
-        Class::Permanent => ReadyReason::InvalidConfig,
-    }
 }
 
 /// The metrics label of an error class.

@@ -1,55 +1,33 @@
-//! What the controllers share, and the contexts the manager builds for them once.
-//!
-//! [`Shared`] is what every controller needs: the API client, settings, the clock, metrics and
-//! the status schema knowledge. Each controller has a context of its own on top (its backoff,
-//! its caches, its Events policy); only the controllers that reach the CA hold the
-//! [`Signer`](super::signer::Signer).
+//! The contexts the manager builds once, over shared caches: the composition of the signer,
+//! the issuer caches and the recheck channel into each controller's context.
 
 use std::sync::Arc;
 
-use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::Store;
 use tokio::sync::mpsc;
 
-use super::certificaterequest::RequestContext;
-use super::csr::CsrContext;
-use super::issuer::IssuerContext;
-use super::signer::Signer;
-use super::status::schema::StatusSchemas;
-use super::{Config, Recheck};
 use crate::api::{ClusterIssuer, Issuer};
 use crate::clock::Clock;
+use crate::controllers::certificaterequest::RequestContext;
+use crate::controllers::csr::CsrContext;
+use crate::controllers::issuer::IssuerContext;
+use crate::controllers::kit::status::schema::StatusSchemas;
+use crate::controllers::kit::{Config, Shared};
+use crate::controllers::signing::{Issuers, Recheck, Signer};
 use crate::telemetry::Metrics;
 
-/// What every controller gets.
-pub struct Shared {
-    pub client: kube::Client,
-    pub config: Config,
-    pub clock: Clock,
-    pub metrics: Arc<Metrics>,
-    /// Whether the installed Issuer/ClusterIssuer CRDs declare `observedGeneration` in
-    /// conditions (kept current by [`super::status::schema::watch`]).
-    pub status_schemas: StatusSchemas,
-}
-
-impl Shared {
-    pub fn now(&self) -> Timestamp {
-        (self.clock)()
-    }
-}
-
-/// The contexts of the issuer controllers, the request controller and the CSR controller, over
-/// shared caches.
+/// The contexts of the issuer controllers, the request controller and the CSR controller.
 pub struct Contexts {
     pub shared: Arc<Shared>,
+    pub signer: Arc<Signer>,
     pub issuers: Arc<IssuerContext>,
     pub requests: Arc<RequestContext>,
     pub csrs: Arc<CsrContext>,
 }
 
 impl Contexts {
-    /// Contexts over the given caches; the receiver yields the issuer rechecks the request
-    /// controller asks for.
+    /// Contexts over the given caches; the receiver yields the issuer rechecks the signing
+    /// controllers ask for.
     pub fn new(
         client: kube::Client,
         config: Config,
@@ -71,21 +49,26 @@ impl Contexts {
             metrics,
             status_schemas: StatusSchemas::default(),
         });
+        let caches = Issuers {
+            issuers,
+            cluster_issuers,
+        };
         let (recheck, rechecks) = mpsc::unbounded_channel();
         let contexts = Contexts {
             issuers: Arc::new(IssuerContext::new(shared.clone(), signer.clone())),
             csrs: Arc::new(CsrContext::new(
                 shared.clone(),
                 signer.clone(),
-                (issuers.clone(), cluster_issuers.clone()),
+                caches.clone(),
                 recheck.clone(),
             )),
             requests: Arc::new(RequestContext::new(
                 shared.clone(),
-                signer,
-                (issuers, cluster_issuers),
+                signer.clone(),
+                caches,
                 recheck,
             )),
+            signer,
             shared,
         };
         (contexts, rechecks)

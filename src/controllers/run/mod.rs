@@ -1,5 +1,8 @@
-//! Starts the manager's controllers: the shared watches once, then each controller as its own
-//! module describes it (`issuer::controller`, `certificaterequest::controller`).
+//! The composition root: builds the contexts ([`contexts`]), starts the shared watches once,
+//! then each controller as its own module describes it (`issuer::controller`,
+//! `certificaterequest::controller`, ...).
+
+mod contexts;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,8 +13,12 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
-use super::wiring::{SecretFeed, Wiring, reflect};
-use super::{Config, Contexts, Recheck, certificate, certificaterequest, csr, issuer, status, watches};
+pub use self::contexts::Contexts;
+use super::kit::secrets::SecretFeed;
+use super::kit::wiring::{Relist, Wiring, reflect};
+use super::kit::{Config, status};
+use super::signing::Recheck;
+use super::{certificate, certificaterequest, csr, issuer};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::api::{AnyIssuer, ClusterIssuer, Issuer, IssuerKind};
 use crate::clock::Clock;
@@ -50,7 +57,7 @@ pub async fn run(
         metrics,
     );
     // The Secret metadata watch keeps the signer's index of Secret versions.
-    wiring.secrets = SecretFeed::with_index(ctx.requests.signer.secret_index().clone());
+    wiring.secrets = SecretFeed::with_index(ctx.signer.secret_index().clone());
     let home = config.cluster_resource_namespace.clone();
     let mut controllers = controllers(&mut wiring, &ctx, rechecks, home);
     let standalone_watches = match config.standalone.clone() {
@@ -131,23 +138,22 @@ fn controllers(
 /// the object (see `watches`); requests for other issuers never reach the store.
 fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::BoxFuture<'static, ()> {
     let (issuers, requests) = (&ctx.issuers, ctx.requests.clone());
-    let generations = &wiring.generations;
-    let mut relist = watches::Relist::default();
+    let mut relist = Relist::default();
     future::join4(
         reflect(
             Api::<Issuer>::all(client.clone()),
             wiring.issuers.into_writer(),
-            issuer_events(issuers, generations),
+            issuer_events(issuers),
         ),
         reflect(
             Api::<ClusterIssuer>::all(client.clone()),
             wiring.cluster_issuers.into_writer(),
-            issuer_events(issuers, generations),
+            issuer_events(issuers),
         ),
         reflect(
             Api::<CertificateRequest>::all(client.clone()),
             wiring.requests.into_writer(),
-            move |event| watches::request_event(event, &requests, &mut relist),
+            move |event| certificaterequest::watch::request_event(event, &requests, &mut relist),
         ),
         wiring.secrets.run(client.clone()),
     )
@@ -158,12 +164,11 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
 /// Forgets an issuer when its watch says it was deleted, or a relist does not bring it.
 fn issuer_events<K: AnyIssuer>(
     ctx: &Arc<issuer::IssuerContext>,
-    generations: &Arc<watches::Generations>,
 ) -> impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static + use<K> {
-    let (ctx, generations) = (ctx.clone(), generations.clone());
-    let mut relist = watches::Relist::default();
+    let ctx = ctx.clone();
+    let mut relist = Relist::default();
     move |event| {
-        watches::issuer_event(&event, &ctx, &generations, &mut relist);
+        issuer::watch::issuer_event(&event, &ctx, &mut relist);
         Some(event)
     }
 }
@@ -192,22 +197,8 @@ fn synced(wiring: &Wiring, health: Arc<Health>) -> impl Future<Output = ()> + us
 fn recheck_all(ctx: &Contexts) -> impl Fn(IssuerKind) + use<> {
     let requests = ctx.requests.clone();
     move |kind| {
-        let rechecks: Vec<Recheck> = match kind {
-            IssuerKind::Issuer => requests
-                .issuers
-                .state()
-                .iter()
-                .map(|i| Recheck::of(&**i))
-                .collect(),
-            IssuerKind::ClusterIssuer => requests
-                .cluster_issuers
-                .state()
-                .iter()
-                .map(|i| Recheck::of(&**i))
-                .collect(),
-        };
-        for recheck in rechecks {
-            let _ = requests.recheck.send(recheck);
+        for recheck in requests.core.issuers.all(kind) {
+            let _ = requests.core.recheck.send(recheck);
         }
     }
 }

@@ -56,6 +56,11 @@ impl<K: Eq + Hash> Backoff<K> {
     }
 }
 
+/// The controllers' per-object backoff: 1 s doubling to 5 min.
+pub fn per_object() -> Backoff<String> {
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(300))
+}
+
 fn delay(initial: Duration, max: Duration, attempt: u32) -> Duration {
     initial
         .checked_mul(1u32.checked_shl(attempt).unwrap_or(u32::MAX))

@@ -1,0 +1,19 @@
+//! The kit every controller is built from: settings ([`config`]), what all of them share
+//! ([`shared`]), the plan and its one executor ([`plan`]), status applies and the schema
+//! knowledge ([`status`]), Events ([`events`]), per-object backoff ([`backoff`]), the shared
+//! watches ([`wiring`]) and the Secret metadata feed ([`secrets`]). It uses nothing else of
+//! `controllers`.
+
+pub mod backoff;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod plan;
+pub mod secrets;
+pub mod shared;
+pub mod status;
+pub mod wiring;
+
+pub use self::config::{Config, CsrSettings, StandaloneSettings};
+pub use self::error::Error;
+pub use self::shared::Shared;

@@ -1,0 +1,160 @@
+//! What the controllers are built from: one watch per kind, shared.
+//!
+//! Issuers, ClusterIssuers and CertificateRequests are each reflected into one store whose
+//! changes any controller can [`Watched::subscribe`] to. Secrets are watched once, metadata
+//! only (see [`super::secrets`]).
+
+use std::collections::HashSet;
+
+use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future};
+use kube::Api;
+use kube::runtime::controller;
+use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
+use kube::runtime::{WatchStreamExt, watcher};
+
+use super::secrets::SecretFeed;
+
+/// Resolves when the manager stops.
+pub type Shutdown = Shared<BoxFuture<'static, ()>>;
+
+/// One kind's store and the writer its reflector fills.
+pub struct Watched<K: reflector::Lookup + Clone + 'static>
+where
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    pub store: Store<K>,
+    writer: Writer<K>,
+}
+
+impl<K> Watched<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    pub fn new(buffer: usize) -> Self {
+        let (store, writer) = reflector::store_shared(buffer);
+        Watched { store, writer }
+    }
+
+    /// Every object the reflector applies, from now on.
+    pub fn subscribe(&self) -> ReflectHandle<K> {
+        match self.writer.subscribe() {
+            Some(handle) => handle,
+            None => unreachable!("stores are created shared"),
+        }
+    }
+
+    pub fn into_writer(self) -> Writer<K> {
+        self.writer
+    }
+}
+
+/// What every controller is wired from.
+pub struct Wiring {
+    pub shutdown: Shutdown,
+    pub config: controller::Config,
+    pub issuers: Watched<crate::api::Issuer>,
+    pub cluster_issuers: Watched<crate::api::ClusterIssuer>,
+    pub requests: Watched<crate::api::certmanager::CertificateRequest>,
+    pub secrets: SecretFeed,
+}
+
+impl Wiring {
+    pub fn new(shutdown: Shutdown, config: controller::Config) -> Self {
+        Wiring {
+            shutdown,
+            config,
+            issuers: Watched::new(1024),
+            cluster_issuers: Watched::new(1024),
+            requests: Watched::new(4096),
+            secrets: SecretFeed::default(),
+        }
+    }
+}
+
+/// Polls a controller (or reflector) stream to its end.
+pub fn drive<S: Stream + Send + 'static>(stream: S) -> BoxFuture<'static, ()> {
+    stream.for_each(|_| future::ready(())).boxed()
+}
+
+/// What a reflector can keep in a store.
+pub trait Reflected:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Reflected for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// Reflects `api` into `writer`; `filter` sees each event first and may drop or change it.
+pub fn reflect<K>(
+    api: Api<K>,
+    writer: Writer<K>,
+    filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: Reflected,
+{
+    reflect_with(api, watcher::Config::default(), writer, filter)
+}
+
+/// [`reflect`] with a watch configuration (a label selector).
+pub fn reflect_with<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: Reflected,
+{
+    let mut filter = filter;
+    drive(
+        watcher(api, config)
+            .default_backoff()
+            .try_filter_map(move |event| future::ready(Ok(filter(event))))
+            .reflect_shared(writer),
+    )
+}
+
+/// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed
+/// while the watch was down left behind.
+#[derive(Debug, Default)]
+pub struct Relist {
+    keys: Option<HashSet<String>>,
+}
+
+impl Relist {
+    /// Feeds one event; at the end of a relist, the keys of every object it brought.
+    pub fn observe<K>(
+        &mut self,
+        event: &watcher::Event<K>,
+        key: impl Fn(&K) -> Option<String>,
+    ) -> Option<HashSet<String>> {
+        match event {
+            watcher::Event::Init => self.keys = Some(HashSet::new()),
+            watcher::Event::InitApply(obj) => {
+                if let (Some(keys), Some(key)) = (&mut self.keys, key(obj)) {
+                    keys.insert(key);
+                }
+            }
+            watcher::Event::InitDone => return self.keys.take(),
+            watcher::Event::Apply(_) | watcher::Event::Delete(_) => {}
+        }
+        None
+    }
+}
