@@ -40,33 +40,31 @@ fn refusal_classification_table() {
     }
 }
 
+fn authsign() -> Attempt {
+    Attempt::new(Call::AuthSign, "https://ca", "l")
+}
+
 fn http(status: u16) -> Error {
-    Error::Http {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
+    authsign().failed(Failure::Http {
         status,
         snippet: "<html>".into(),
-    }
+    })
 }
 
 fn refused(status: u16, class: Class) -> Error {
-    Error::Refused {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
+    authsign().failed(Failure::Refused {
         status,
         code: 1,
         message: "m".into(),
         class,
-    }
+    })
 }
 
 /// Only a CFSSL envelope from a live CA is final; anything else tries the next URL and, on
 /// the last one, leaves the issuer unreachable (retryable).
 #[test]
 fn class_and_failover_table() {
-    let (call, url, label) = (Call::Info, "https://ca".to_string(), "l".to_string());
+    let info = || Attempt::new(Call::Info, "https://ca", "l");
     let cases: Vec<(&str, Error, Class, bool)> = vec![
         ("proxy 400", http(400), Retryable, true),
         ("proxy 404", http(404), Retryable, true),
@@ -84,79 +82,43 @@ fn class_and_failover_table() {
         ("refused 500", refused(500, Retryable), Retryable, true),
         (
             "200 not cfssl",
-            Error::Malformed {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                problem: MalformedAnswer::NoResult,
-            },
+            info().failed(Failure::Malformed(MalformedAnswer::NoResult)),
             Retryable,
             true,
         ),
         (
             "too large",
-            Error::TooLarge {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                limit: 1,
-            },
+            info().failed(Failure::TooLarge { limit: 1 }),
             Retryable,
             true,
         ),
         (
             "timeout",
-            Error::Timeout {
-                call,
-                url: url.clone(),
-                label: label.clone(),
+            info().failed(Failure::Timeout {
                 timeout: std::time::Duration::from_secs(1),
-            },
+            }),
             Retryable,
             true,
         ),
-        (
-            "tls",
-            Error::Tls {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: "x".into(),
-            },
-            Issuer(Tls),
-            true,
-        ),
+        ("tls", info().failed(Failure::Tls("x".into())), Issuer(Tls), true),
         (
             "unreachable",
-            Error::Unreachable {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: "x".into(),
-            },
+            info().failed(Failure::Unreachable("x".into())),
             Retryable,
             true,
         ),
         (
             "bad certificate",
-            Error::BadCertificate {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: ChainError::KeyMismatch,
-            },
+            info().failed(Failure::BadCertificate(ChainError::KeyMismatch)),
             Permanent,
             false,
         ),
         (
             "ed25519",
-            Error::UnsupportedKey {
-                call,
-                url,
-                label,
+            info().failed(Failure::UnsupportedKey {
                 key_type: KeyType::Ed25519,
                 message: "bad request".into(),
-            },
+            }),
             Permanent,
             false,
         ),
@@ -186,12 +148,12 @@ fn class_and_failover_table() {
 
 #[test]
 fn key_type_refusal_table() {
-    let kind = |err: &Error| match err {
-        Error::UnsupportedKey {
-            key_type, message, ..
-        } => format!("unsupported {key_type}: {message}"),
-        Error::Refused { class, .. } => format!("refused {class:?}"),
-        other => format!("{other}"),
+    let kind = |err: &Error| match err.failure() {
+        Some(Failure::UnsupportedKey { key_type, message }) => {
+            format!("unsupported {key_type}: {message}")
+        }
+        Some(Failure::Refused { class, .. }) => format!("refused {class:?}"),
+        _ => format!("{err}"),
     };
     let cases = [
         (
@@ -228,9 +190,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
     use std::error::Error as _;
     crate::install_crypto_provider();
     let ctx = ErrorContext {
-        call: Call::Info,
-        url: "https://ca".into(),
-        label: "l".into(),
+        attempt: Attempt::new(Call::Info, "https://ca", "l"),
         content_type: "text/html".into(),
     };
     let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
@@ -246,12 +206,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         .send()
         .await
         .unwrap_err();
-    let bad_certificate = |source| Error::BadCertificate {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
-        source,
-    };
+    let bad_certificate = |source| authsign().failed(Failure::BadCertificate(source));
     let garbage_pem = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
     let bad_bundle = reqwest::Certificate::from_pem_bundle(b"-----BEGIN CERTIFICATE-----\n!!\n").unwrap_err();
     let unencodable = serde_json::to_vec(&std::collections::BTreeMap::from([((1, 2), 3)])).unwrap_err();
@@ -264,14 +219,11 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         ),
         (
             "tls",
-            Error::Tls {
-                call: Call::Info,
-                url: "https://ca".into(),
-                label: "l".into(),
-                source: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
+            Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Tls(Box::new(Sending(
+                std::io::Error::other(rustls::Error::InvalidCertificate(
                     rustls::CertificateError::UnknownIssuer,
-                )))),
-            },
+                )),
+            )))),
             r#"info at https://ca (label "l"): TLS failure: invalid peer certificate: UnknownIssuer"#,
             Some("error sending request"),
         ),
@@ -295,12 +247,9 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         ),
         (
             "signer certificate",
-            Error::Malformed {
-                call: Call::Info,
-                url: "https://ca".into(),
-                label: "l".into(),
-                problem: MalformedAnswer::SignerCertificate(crate::pki::certificates_in("x").unwrap_err()),
-            },
+            Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Malformed(
+                MalformedAnswer::SignerCertificate(crate::pki::certificates_in("x").unwrap_err()),
+            )),
             r#"info at https://ca (label "l"): malformed answer: signer certificate: no PEM certificate found"#,
             Some("signer certificate: no PEM certificate found"),
         ),

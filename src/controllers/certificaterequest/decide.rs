@@ -8,7 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::api::certmanager::RequestReason;
 use crate::api::{ConditionLike, ConditionStatus, IssuerKind, READY, ReadyReason};
-use crate::cfssl::{Class, Error as CfsslError};
+use crate::cfssl::{Class, Error as CfsslError, Failure};
 use crate::controllers::signer::blame;
 pub use crate::controllers::signings::{Held, Signing, hold};
 use crate::pki::Chain;
@@ -227,9 +227,9 @@ pub fn outcome(
             Outcome::Failed(format!("the request cannot be signed: {err}"))
         }
         // The CA signed, but what it sent back is not a certificate for this request.
-        Class::Permanent if matches!(err, CfsslError::BadCertificate { .. }) => Outcome::Failed(format!(
-            "the CA signed, but its certificate is unusable and was not stored: {err}"
-        )),
+        Class::Permanent if matches!(err.failure(), Some(Failure::BadCertificate(_))) => Outcome::Failed(
+            format!("the CA signed, but its certificate is unusable and was not stored: {err}"),
+        ),
         Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
         Class::Issuer(_) => Outcome::IssuerFault {
             message: format!("the issuer is misconfigured: {err}"),
