@@ -4,39 +4,37 @@ use super::*;
 use Class::*;
 use IssuerFault::*;
 
+/// One refusal: what the CA answered to which call, and its class.
+struct Refusal {
+    call: Call,
+    status: u16,
+    message: &'static str,
+    label_known: bool,
+    want: Class,
+}
+
+#[rustfmt::skip]
 #[test]
 fn refusal_classification_table() {
+    use Call::{AuthSign, Info};
     let cases = [
-        (Call::AuthSign, 400, "invalid token", true, Issuer(Credentials)),
-        (Call::AuthSign, 400, "invalid profile", true, Issuer(Config)),
-        (
-            Call::AuthSign,
-            401,
-            "authorisation required",
-            true,
-            Issuer(Config),
-        ),
-        (Call::AuthSign, 403, "not authorised", true, Issuer(Config)),
-        (Call::AuthSign, 400, "bad request", false, Issuer(Config)),
-        (Call::AuthSign, 400, "bad request", true, Permanent),
-        (Call::AuthSign, 400, "invalid request", true, Permanent),
-        (
-            Call::AuthSign,
-            400,
-            "illegal base64 data at input byte 0",
-            true,
-            Permanent,
-        ),
-        (Call::AuthSign, 500, "error creating bundle", true, Retryable),
-        (Call::Info, 400, "bad label", true, Issuer(Config)),
-        (Call::Info, 503, "unavailable", true, Retryable),
+        Refusal { call: AuthSign, status: 400, message: "invalid token", label_known: true, want: Issuer(Credentials) },
+        Refusal { call: AuthSign, status: 400, message: "invalid profile", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 401, message: "authorisation required", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 403, message: "not authorised", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 400, message: "bad request", label_known: false, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 400, message: "bad request", label_known: true, want: Permanent },
+        Refusal { call: AuthSign, status: 400, message: "invalid request", label_known: true, want: Permanent },
+        Refusal {
+            call: AuthSign, status: 400, message: "illegal base64 data at input byte 0", label_known: true,
+            want: Permanent,
+        },
+        Refusal { call: AuthSign, status: 500, message: "error creating bundle", label_known: true, want: Retryable },
+        Refusal { call: Info, status: 400, message: "bad label", label_known: true, want: Issuer(Config) },
+        Refusal { call: Info, status: 503, message: "unavailable", label_known: true, want: Retryable },
     ];
-    for (call, status, message, label_known, want) in cases {
-        assert_eq!(
-            classify_refusal(call, status, message, label_known),
-            want,
-            "{call} {status} {message}"
-        );
+    for Refusal { call, status, message, label_known, want } in cases {
+        assert_eq!(classify_refusal(call, status, message, label_known), want, "{call} {status} {message}");
     }
 }
 
