@@ -6,7 +6,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use cfssl_issuer::cfssl::{AuthKey, Class, Client, ClientConfig, Error, IssuerFault};
+use cfssl_issuer::cfssl::{AuthKey, Class, Client, ClientConfig, Error, Failure, IssuerFault};
 use cfssl_issuer::pki::{CsrError, KeyType};
 use support::{
     Backend, Ca, KEY_HEX, Misbehaviour, WRONG_KEY_HEX, csr, csr_with, misbehaving_server, openssl_verify,
@@ -144,7 +144,7 @@ async fn all_urls_dead_is_retryable(backend: Backend) {
     let list = format!("{},{}", closed[0].url(), closed[1].url());
     let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
     let err = assert_class(client.sign(csr("a.example").0.as_bytes()).await, Class::Retryable);
-    assert!(matches!(err, Error::Unreachable { .. }), "{err}");
+    assert!(matches!(err.failure(), Some(Failure::Unreachable(_))), "{err}");
 }
 
 async fn tls_with_and_without_ca_bundle(backend: Backend) {
@@ -158,7 +158,7 @@ async fn tls_with_and_without_ca_bundle(backend: Backend) {
     untrusted_config.ca_bundle_pem = None;
     let untrusted = Client::new(untrusted_config).unwrap();
     let err = assert_class(untrusted.check().await, Class::Issuer(IssuerFault::Tls));
-    assert!(matches!(err, Error::Tls { .. }), "{err}");
+    assert!(matches!(err.failure(), Some(Failure::Tls(_))), "{err}");
 }
 
 /// A 404 from a path that is not the CFSSL API is not the CA's verdict: the next URL is
@@ -168,7 +168,10 @@ async fn url_that_is_not_cfssl(backend: Backend) {
     let wrong = format!("{}/not/here", ca.url);
     let client = Client::new(config(&ca, &wrong, "intermediate1", "", KEY_HEX)).unwrap();
     let err = assert_class(client.check().await, Class::Retryable);
-    assert!(matches!(err, Error::Http { status: 404, .. }), "{err}");
+    assert!(
+        matches!(err.failure(), Some(Failure::Http { status: 404, .. })),
+        "{err}"
+    );
     let list = format!("{wrong},{}", ca.url);
     let client = Client::new(config(&ca, &list, "intermediate1", "", KEY_HEX)).unwrap();
     assert_eq!(client.check().await.unwrap().info.endpoint, ca.url);
@@ -207,7 +210,7 @@ async fn ed25519_is_refused_with_a_clear_message(backend: Backend) {
     let (csr, _) = csr_with("ed.example.org", key);
     let err = assert_class(client.sign(csr.as_bytes()).await, Class::Permanent);
     assert!(
-        matches!(&err, Error::UnsupportedKey { key_type: KeyType::Ed25519, message, .. } if message == "bad request"),
+        matches!(err.failure(), Some(Failure::UnsupportedKey { key_type: KeyType::Ed25519, message }) if message == "bad request"),
         "{err:?}"
     );
     assert!(
@@ -311,7 +314,7 @@ mod misbehaving {
             client_for(&url, Duration::from_millis(300)).check().await,
             Class::Retryable,
         );
-        assert!(matches!(err, Error::Timeout { .. }), "{err}");
+        assert!(matches!(err.failure(), Some(Failure::Timeout { .. })), "{err}");
         assert!(started.elapsed() < Duration::from_secs(5), "did not hang");
     }
 
@@ -322,7 +325,7 @@ mod misbehaving {
             client_for(&url, Duration::from_secs(5)).check().await,
             Class::Retryable,
         );
-        assert!(matches!(err, Error::Malformed { .. }), "{err}");
+        assert!(matches!(err.failure(), Some(Failure::Malformed(_))), "{err}");
     }
 
     #[tokio::test]
@@ -333,7 +336,7 @@ mod misbehaving {
             Class::Retryable,
         );
         assert!(
-            matches!(err, Error::TooLarge { limit, .. } if limit == 1 << 20),
+            matches!(err.failure(), Some(Failure::TooLarge { limit }) if *limit == 1 << 20),
             "{err}"
         );
     }
@@ -346,7 +349,10 @@ mod misbehaving {
         assert_eq!(client.check().await.unwrap().info.endpoint, ca.url);
         let only_bad = client_for(&bad, Duration::from_secs(5));
         let err = assert_class(only_bad.check().await, Class::Retryable);
-        assert!(matches!(err, Error::Http { status: 503, .. }), "{err}");
+        assert!(
+            matches!(err.failure(), Some(Failure::Http { status: 503, .. })),
+            "{err}"
+        );
     }
 
     /// A proxy's 4xx/5xx page is not the CA's answer: the next URL signs; with no other URL the
@@ -370,7 +376,7 @@ mod misbehaving {
             let page = format!("{status} {status} from the proxy {}", "p".repeat(200));
             let want = &page[..120];
             assert!(
-                matches!(&err, Error::Http { status: s, snippet, .. } if *s == status && snippet == want),
+                matches!(err.failure(), Some(Failure::Http { status: s, snippet }) if *s == status && snippet == want),
                 "{status}: {err:?}"
             );
             assert!(err.to_string().contains(want), "{err}");
@@ -439,11 +445,11 @@ mod misbehaving {
     }
 
     fn kind(err: &Error) -> &'static str {
-        match err {
-            Error::Unreachable { .. } => "Unreachable",
-            Error::Tls { .. } => "Tls",
-            Error::Http { .. } => "Http",
-            Error::Endpoints(_) => "Endpoints",
+        match (err, err.failure()) {
+            (_, Some(Failure::Unreachable(_))) => "Unreachable",
+            (_, Some(Failure::Tls(_))) => "Tls",
+            (_, Some(Failure::Http { .. })) => "Http",
+            (Error::Endpoints(_), _) => "Endpoints",
             _ => "other",
         }
     }

@@ -13,9 +13,11 @@ use kube::core::{ClusterResourceScope, Resource};
 use kube::{CustomResource, CustomResourceExt};
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
+use super::certmanager::IssuerRef;
 use super::condition::{Condition, READY, find_condition};
+use super::crd::{optional_spec, root_schema, yaml_stream};
 
 /// API group of our kinds.
 pub const GROUP: &str = "cfssl-issuer.wikimedia.org";
@@ -54,8 +56,8 @@ pub const VERSION: &str = "v1alpha1";
     ),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
 )]
-// `remote = "Self"` turns the derives into inherent functions, wrapped below so that a missing
-// `spec` parses as an empty one (see `Deserialize for IssuerSpec`).
+// `remote = "Self"` turns the derives into inherent functions, wrapped by `optional_spec!` so
+// that a missing `spec` parses as an empty one.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", remote = "Self")]
 pub struct IssuerSpec {
@@ -82,24 +84,10 @@ pub struct IssuerSpec {
     pub ca_bundle: Option<ByteString>,
 }
 
-impl Serialize for IssuerSpec {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        IssuerSpec::serialize(self, serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for IssuerSpec {
-    /// The Go CRD does not require `spec`, so an Issuer without one can exist. It must not
-    /// break a watch of every issuer; it parses as an empty spec, which the reconciler reports
-    /// as `InvalidConfig`.
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(transparent)]
-        struct Present(#[serde(deserialize_with = "IssuerSpec::deserialize")] IssuerSpec);
-        let spec = Option::<Present>::deserialize(deserializer)?;
-        Ok(spec.map(|p| p.0).unwrap_or_default())
-    }
-}
+// The Go CRD does not require `spec`, so an Issuer without one can exist. It must not break a
+// watch of every issuer; it parses as an empty spec, which the reconciler reports as
+// `InvalidConfig`.
+optional_spec!(IssuerSpec);
 
 /// `ByteString` has no `JsonSchema`; nullable like the other optional fields.
 fn optional_bytes(_: &mut SchemaGenerator) -> Schema {
@@ -114,26 +102,6 @@ pub struct IssuerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
-}
-
-/// The root schema shared by both kinds (and cert-manager's kinds): kube's derive would require
-/// `spec`, which the Go CRD does not, so it is written here (with the implicit
-/// `apiVersion`/`kind`/`metadata`, as controller-gen does).
-pub(super) fn root_schema<Spec: JsonSchema, Status: JsonSchema>(
-    generator: &mut SchemaGenerator,
-    description: &str,
-) -> Schema {
-    json_schema!({
-        "description": description,
-        "type": "object",
-        "properties": {
-            "apiVersion": {"type": "string"},
-            "kind": {"type": "string"},
-            "metadata": {"type": "object"},
-            "spec": generator.subschema_for::<Spec>(),
-            "status": generator.subschema_for::<Status>(),
-        },
-    })
 }
 
 impl JsonSchema for Issuer {
@@ -311,7 +279,7 @@ impl IssuerKind {
     }
 
     /// [`Self::for_ref`] on a request's or certificate's `issuerRef`.
-    pub fn for_issuer_ref(issuer_ref: &super::certmanager::IssuerRef) -> Option<Result<Self, String>> {
+    pub fn for_issuer_ref(issuer_ref: &IssuerRef) -> Option<Result<Self, String>> {
         Self::for_ref(&issuer_ref.group, &issuer_ref.kind)
     }
 }
@@ -377,13 +345,6 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 /// Both CRDs as one multi-document YAML stream, each document opened by `---`.
 pub fn crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
     yaml_stream(&crds())
-}
-
-/// CRDs as one multi-document YAML stream, each document opened by `---`.
-pub(super) fn yaml_stream(crds: &[CustomResourceDefinition]) -> Result<String, serde_saphyr::SerializeError> {
-    crds.iter()
-        .map(|crd| Ok(format!("---\n{}", serde_saphyr::to_string(crd)?)))
-        .collect()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 pub mod certmanager;
 mod condition;
+mod crd;
 mod issuer;
 
 pub use certmanager::{cert_manager_crds, cert_manager_crds_yaml};

@@ -6,126 +6,81 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 
-use super::error::{BoxError, Call, Error, MalformedAnswer, classify_refusal};
+use super::error::{Attempt, BoxError, Call, Error, Failure, MalformedAnswer, classify_refusal};
 use super::wire::Envelope;
 
-/// Where an error happened, to build the error variants.
+/// Where an error happened, to build the errors of one call.
 pub(super) struct ErrorContext {
-    pub(super) call: Call,
-    pub(super) url: String,
-    pub(super) label: String,
+    pub(super) attempt: Attempt,
     /// The answer's `content-type`, once there is an answer.
     pub(super) content_type: String,
 }
 
 impl ErrorContext {
+    fn failed(&self, failure: Failure) -> Error {
+        self.attempt.clone().failed(failure)
+    }
+
     pub(super) fn transport(&self, err: reqwest::Error, timeout: Duration) -> Error {
-        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
         // Our own (redacted) URL names the endpoint; reqwest's could carry credentials.
         let err = err.without_url();
         // A connection that could not be made carried nothing: it is unreachable, not quiet,
         // even when making it timed out.
         if err.is_timeout() && !err.is_connect() {
-            return Error::Timeout {
-                call,
-                url,
-                label,
-                timeout,
-            };
+            return self.failed(Failure::Timeout { timeout });
         }
         let tls = is_tls_failure(&err);
         let source: BoxError = Box::new(err);
-        if tls {
-            Error::Tls {
-                call,
-                url,
-                label,
-                source,
-            }
+        self.failed(if tls {
+            Failure::Tls(source)
         } else {
-            Error::Unreachable {
-                call,
-                url,
-                label,
-                source,
-            }
-        }
+            Failure::Unreachable(source)
+        })
     }
 
     pub(super) fn too_large(&self, limit: usize) -> Error {
-        Error::TooLarge {
-            call: self.call,
-            url: self.url.clone(),
-            label: self.label.clone(),
-            limit,
-        }
+        self.failed(Failure::TooLarge { limit })
     }
 
     pub(super) fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
-        let (call, url, label) = (self.call, self.url.clone(), self.label.clone());
+        let not_cfssl = || Failure::Http {
+            status: status.as_u16(),
+            snippet: snippet(bytes),
+        };
         let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
             Ok(envelope) => envelope,
             Err(source) if status.is_success() => {
-                return Err(Error::Malformed {
-                    call,
-                    url,
-                    label,
-                    problem: MalformedAnswer::NotCfssl {
-                        content_type: self.content_type.clone(),
-                        source,
-                    },
-                });
+                return Err(self.failed(Failure::Malformed(MalformedAnswer::NotCfssl {
+                    content_type: self.content_type.clone(),
+                    source,
+                })));
             }
-            Err(_) => {
-                return Err(Error::Http {
-                    call,
-                    url,
-                    label,
-                    status: status.as_u16(),
-                    snippet: snippet(bytes),
-                });
-            }
+            Err(_) => return Err(self.failed(not_cfssl())),
         };
-        match envelope.result {
-            Some(result) if envelope.success && status.is_success() => Ok(result),
-            _ if envelope.success && status.is_success() => Err(Error::Malformed {
-                call,
-                url,
-                label,
-                problem: MalformedAnswer::NoResult,
-            }),
-            _ if envelope.errors.is_empty() && status.is_success() => Err(Error::Malformed {
-                call,
-                url,
-                label,
-                problem: MalformedAnswer::NoVerdict,
-            }),
+        let failure = match envelope.result {
+            Some(result) if envelope.success && status.is_success() => return Ok(result),
+            _ if envelope.success && status.is_success() => Failure::Malformed(MalformedAnswer::NoResult),
+            _ if envelope.errors.is_empty() && status.is_success() => {
+                Failure::Malformed(MalformedAnswer::NoVerdict)
+            }
             // A failure envelope without an error is no verdict either: whatever sent it is
             // quoted, as any other non-CFSSL answer.
-            _ if envelope.errors.is_empty() => Err(Error::Http {
-                call,
-                url,
-                label,
-                status: status.as_u16(),
-                snippet: snippet(bytes),
-            }),
+            _ if envelope.errors.is_empty() => not_cfssl(),
             _ => {
                 let first = envelope.errors.into_iter().next();
                 let (code, message) =
                     first.map_or((0, "no error message".to_string()), |m| (m.code, m.message));
                 let status = status.as_u16();
-                let class = classify_refusal(call, status, &message, true);
-                Err(Error::Refused {
-                    call,
-                    url,
-                    label,
+                let class = classify_refusal(self.attempt.call, status, &message, true);
+                Failure::Refused {
                     status,
                     code,
                     message,
                     class,
-                })
+                }
             }
-        }
+        };
+        Err(self.failed(failure))
     }
 }
 
@@ -133,9 +88,7 @@ impl ErrorContext {
 /// result, or the classified error. Public so that tests/fuzz_parsers.rs can feed it directly.
 pub fn parse_answer<T: DeserializeOwned>(call: Call, status: StatusCode, body: &[u8]) -> Result<T, Error> {
     let ctx = ErrorContext {
-        call,
-        url: String::new(),
-        label: String::new(),
+        attempt: Attempt::new(call, "", ""),
         content_type: String::new(),
     };
     ctx.parse(status, body)

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 
 use super::answer::{ErrorContext, ReadError, read_limited};
 use super::endpoints::{display_base, redact_list};
-use super::error::{Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate};
+use super::error::{Attempt, Call, Class, Error, Failure, IssuerFault, MalformedAnswer, NoCertificate};
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
 use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, INFO_PATH};
 use crate::clock::{Clock, lock, system_clock};
@@ -162,11 +162,9 @@ impl Client {
         let (result, endpoint) = self
             .post::<InfoResult>(Call::Info, INFO_PATH, body, false)
             .await?;
-        let signer = certificates_in(&result.certificate).map_err(|e| Error::Malformed {
-            call: Call::Info,
-            url: endpoint.clone(),
-            label: self.config.label.clone(),
-            problem: MalformedAnswer::SignerCertificate(e),
+        let signer = certificates_in(&result.certificate).map_err(|e| {
+            self.attempt(Call::Info, &endpoint)
+                .failed(Failure::Malformed(MalformedAnswer::SignerCertificate(e)))
         })?;
         *lock(&self.signer) = signer.into_iter().next().map(Arc::new);
         Ok(Info {
@@ -190,14 +188,11 @@ impl Client {
             .post::<serde::de::IgnoredAny>(Call::AuthSign, AUTHSIGN_PATH, outer, false)
             .await
         {
-            Err(Error::Refused { message, .. }) if message == "invalid request" => Ok(Health { info }),
+            Err(err) if err.is_refusal("invalid request") => Ok(Health { info }),
             Err(err) => Err(probe_error(err)),
-            Ok((_, endpoint)) => Err(Error::Malformed {
-                call: Call::AuthSign,
-                url: endpoint,
-                label: self.config.label.clone(),
-                problem: MalformedAnswer::AcceptedEmptyCsr,
-            }),
+            Ok((_, endpoint)) => Err(self
+                .attempt(Call::AuthSign, &endpoint)
+                .failed(Failure::Malformed(MalformedAnswer::AcceptedEmptyCsr))),
         }
     }
 
@@ -216,11 +211,9 @@ impl Client {
             }
             Ok(ok) => ok,
         };
-        let bad_cert = |source| Error::BadCertificate {
-            call: Call::AuthSign,
-            url: endpoint.clone(),
-            label: self.config.label.clone(),
-            source,
+        let bad_cert = |source| {
+            self.attempt(Call::AuthSign, &endpoint)
+                .failed(Failure::BadCertificate(source))
         };
         let chain = match &result.bundle {
             Some(b) => complete_chain(
@@ -268,6 +261,11 @@ impl Client {
         }
     }
 
+    /// `call` to the base URL `url` (as displayed) for this client's label, for errors.
+    fn attempt(&self, call: Call, url: &str) -> Attempt {
+        Attempt::new(call, url, self.config.label.clone())
+    }
+
     /// `bad request` from authsign means an unknown label or a refused CSR; `/info` tells which.
     async fn disambiguate_bad_request(&self, err: Error) -> Error {
         if !err.is_refusal("bad request") {
@@ -310,14 +308,14 @@ impl Client {
         let mut last = None;
         for (position, base) in self.failover.order(self.endpoints.iter()) {
             let result = self.post_once(call, base, path, body.clone()).await;
-            match &result {
-                Err(Error::Timeout { .. }) => {
+            match result.as_ref().map_err(Error::failure) {
+                Err(Some(Failure::Timeout { .. })) => {
                     self.failover.went_quiet(position);
                     if signs {
                         self.config.unanswered_signs.inc();
                     }
                 }
-                Ok(_) | Err(Error::Refused { .. }) => self.failover.answered(position),
+                Ok(_) | Err(Some(Failure::Refused { .. })) => self.failover.answered(position),
                 Err(_) => {}
             }
             match result {
@@ -341,9 +339,7 @@ impl Client {
         body: Vec<u8>,
     ) -> Result<T, Error> {
         let mut ctx = ErrorContext {
-            call,
-            url: display_base(base),
-            label: self.config.label.clone(),
+            attempt: self.attempt(call, &display_base(base)),
             content_type: String::new(),
         };
         let response = self

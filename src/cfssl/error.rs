@@ -44,7 +44,8 @@ impl std::fmt::Display for Call {
     }
 }
 
-/// Every message names the URL and label; none carries the key, token or request body.
+/// Every message of a failed call names the URL and label; none carries the key, token or
+/// request body.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The issuer's `url` does not parse.
@@ -67,12 +68,73 @@ pub enum Error {
     /// The CSR failed local checks; it was never sent.
     #[error(transparent)]
     Csr(#[from] CsrError),
+    /// A call to one URL failed: the CA refused, or what answered (or did not) is unusable.
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+/// Which call went to which URL for which label: what every failed call's message starts with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub call: Call,
+    /// The base URL, without credentials.
+    pub url: String,
+    pub label: String,
+}
+
+impl Attempt {
+    pub fn new(call: Call, url: impl Into<String>, label: impl Into<String>) -> Self {
+        Self {
+            call,
+            url: url.into(),
+            label: label.into(),
+        }
+    }
+
+    /// The error of this attempt ending in `failure`.
+    pub fn failed(self, failure: Failure) -> Error {
+        Error::Call(CallError {
+            attempt: self,
+            failure,
+        })
+    }
+}
+
+impl std::fmt::Display for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at {} (label {:?})", self.call, self.url, self.label)
+    }
+}
+
+/// A failed call: where ([`Attempt`]) and what ([`Failure`]). Written by hand because its
+/// source is the failure's cause, not the failure itself.
+#[derive(Debug)]
+pub struct CallError {
+    pub attempt: Attempt,
+    pub failure: Failure,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A refusal is the CA's verdict on the call ("… refused: …"); anything else is what went
+        // wrong with it ("…: TLS failure: …").
+        let joint = if self.failure.is_verdict() { " " } else { ": " };
+        write!(f, "{}{joint}{}", self.attempt, self.failure)
+    }
+}
+
+impl std::error::Error for CallError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.failure.source()
+    }
+}
+
+/// What went wrong with one call to one URL.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
     /// The CA answered with a CFSSL error.
-    #[error("{call} at {url} (label {label:?}) refused: {message} (HTTP {status}, code {code})")]
+    #[error("refused: {message} (HTTP {status}, code {code})")]
     Refused {
-        call: Call,
-        url: String,
-        label: String,
         status: u16,
         code: i64,
         message: String,
@@ -80,79 +142,59 @@ pub enum Error {
     },
     /// The CA refused a CSR whose key type it cannot sign.
     #[error(
-        "{call} at {url} (label {label:?}) refused the CSR: the CA does not sign {key_type} keys; \
-         request an RSA or ECDSA key (CA said: {message})"
+        "refused the CSR: the CA does not sign {key_type} keys; request an RSA or ECDSA key \
+         (CA said: {message})"
     )]
-    UnsupportedKey {
-        call: Call,
-        url: String,
-        label: String,
-        key_type: KeyType,
-        message: String,
-    },
+    UnsupportedKey { key_type: KeyType, message: String },
     /// An HTTP status with a body that is not a CFSSL envelope (a proxy, a wrong URL): not the
     /// CA's verdict, so the next URL is tried, and the issuer is unreachable if all answer so.
-    #[error("{call} at {url} (label {label:?}): HTTP {status} without a CFSSL answer: {snippet:?}")]
-    Http {
-        call: Call,
-        url: String,
-        label: String,
-        status: u16,
-        snippet: String,
-    },
+    #[error("HTTP {status} without a CFSSL answer: {snippet:?}")]
+    Http { status: u16, snippet: String },
     /// A 200 whose body is not the CFSSL envelope or lacks the expected result.
-    #[error("{call} at {url} (label {label:?}): malformed answer: {problem}")]
-    Malformed {
-        call: Call,
-        url: String,
-        label: String,
-        #[source]
-        problem: MalformedAnswer,
-    },
+    #[error("malformed answer: {0}")]
+    Malformed(#[source] MalformedAnswer),
     /// The answer was larger than the client accepts.
-    #[error("{call} at {url} (label {label:?}): answer larger than {limit} bytes")]
-    TooLarge {
-        call: Call,
-        url: String,
-        label: String,
-        limit: usize,
-    },
+    #[error("answer larger than {limit} bytes")]
+    TooLarge { limit: usize },
     /// No answer in time.
-    #[error("{call} at {url} (label {label:?}): no answer within {timeout:?}")]
-    Timeout {
-        call: Call,
-        url: String,
-        label: String,
-        timeout: std::time::Duration,
-    },
+    #[error("no answer within {timeout:?}")]
+    Timeout { timeout: std::time::Duration },
     /// TLS handshake or certificate verification failed.
-    /// `source` is the transport error; the message carries the causes below it (see
+    /// The source is the transport error; the message carries the causes below it (see
     /// [`source_chain`]).
-    #[error("{call} at {url} (label {label:?}): TLS failure: {}", source_chain(.source))]
-    Tls {
-        call: Call,
-        url: String,
-        label: String,
-        source: BoxError,
-    },
-    /// Connection refused or reset, DNS failure and the like. `source` is the transport error;
-    /// the message carries the causes below it (see [`source_chain`]).
-    #[error("{call} at {url} (label {label:?}): cannot reach the CA: {}", source_chain(.source))]
-    Unreachable {
-        call: Call,
-        url: String,
-        label: String,
-        source: BoxError,
-    },
+    #[error("TLS failure: {}", source_chain(.0))]
+    Tls(#[source] BoxError),
+    /// Connection refused or reset, DNS failure and the like. The source is the transport
+    /// error; the message carries the causes below it (see [`source_chain`]).
+    #[error("cannot reach the CA: {}", source_chain(.0))]
+    Unreachable(#[source] BoxError),
     /// The CA signed, but what came back is not a usable certificate chain.
-    #[error("{call} at {url} (label {label:?}): unusable certificate: {source}")]
-    BadCertificate {
-        call: Call,
-        url: String,
-        label: String,
-        #[source]
-        source: ChainError,
-    },
+    #[error("unusable certificate: {0}")]
+    BadCertificate(#[source] ChainError),
+}
+
+impl Failure {
+    /// Whether this is the CA's answer to the call rather than a failure to get one.
+    fn is_verdict(&self) -> bool {
+        matches!(self, Failure::Refused { .. } | Failure::UnsupportedKey { .. })
+    }
+
+    fn class(&self) -> Class {
+        match self {
+            Failure::Tls(_) => Class::Issuer(IssuerFault::Tls),
+            // The CA signed and answered a certificate that cannot be used for this request
+            // (another key, expired, not parsing, a chain that does not hold): asking again
+            // would sign again and most likely answer the same, so the request fails and
+            // cert-manager's own back-off (hours, not seconds) paces the next attempt.
+            Failure::UnsupportedKey { .. } | Failure::BadCertificate(_) => Class::Permanent,
+            Failure::Refused { class, .. } => *class,
+            Failure::Http { .. }
+            | Failure::Malformed(_)
+            | Failure::TooLarge { .. }
+            | Failure::Timeout { .. }
+            | Failure::Unreachable(_) => Class::Retryable,
+        }
+    }
 }
 
 /// A CA bundle that parses but holds no certificate.
@@ -209,23 +251,34 @@ pub(super) fn source_chain(err: &BoxError) -> String {
 }
 
 impl Error {
+    /// What went wrong, when a call to a URL failed.
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Error::Call(e) => Some(&e.failure),
+            _ => None,
+        }
+    }
+
     /// Whether the CA refused with exactly `message`.
     pub fn is_refusal(&self, message: &str) -> bool {
-        matches!(self, Error::Refused { message: m, .. } if m == message)
+        matches!(self.failure(), Some(Failure::Refused { message: m, .. }) if m == message)
     }
 
     /// The same refusal classified again, now that the client knows whether the CA knows the
     /// label (see [`classify_refusal`]); any other error is returned as it is.
     pub fn with_label_known(mut self, label_known: bool) -> Self {
-        if let Error::Refused {
-            call,
-            status,
-            message,
-            class,
-            ..
-        } = &mut self
+        if let Error::Call(CallError {
+            attempt,
+            failure:
+                Failure::Refused {
+                    status,
+                    message,
+                    class,
+                    ..
+                },
+        }) = &mut self
         {
-            *class = classify_refusal(*call, *status, message, label_known);
+            *class = classify_refusal(attempt.call, *status, message, label_known);
         }
         self
     }
@@ -233,19 +286,10 @@ impl Error {
     pub fn class(&self) -> Class {
         match self {
             Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
-            Error::CaBundle(_) | Error::HttpClient(_) | Error::Tls { .. } => Class::Issuer(IssuerFault::Tls),
-            // The CA signed and answered a certificate that cannot be used for this request
-            // (another key, expired, not parsing, a chain that does not hold): asking again
-            // would sign again and most likely answer the same, so the request fails and
-            // cert-manager's own back-off (hours, not seconds) paces the next attempt.
-            Error::Csr(_) | Error::UnsupportedKey { .. } | Error::BadCertificate { .. } => Class::Permanent,
-            Error::Refused { class, .. } => *class,
-            Error::Encode { .. }
-            | Error::Http { .. }
-            | Error::Malformed { .. }
-            | Error::TooLarge { .. }
-            | Error::Timeout { .. }
-            | Error::Unreachable { .. } => Class::Retryable,
+            Error::CaBundle(_) | Error::HttpClient(_) => Class::Issuer(IssuerFault::Tls),
+            Error::Csr(_) => Class::Permanent,
+            Error::Encode { .. } => Class::Retryable,
+            Error::Call(e) => e.failure.class(),
         }
     }
 
@@ -253,37 +297,36 @@ impl Error {
     /// or something else answered (any status without a CFSSL envelope). Only a CFSSL envelope
     /// from a live CA (a 4xx refusal) is final.
     pub fn fails_over(&self) -> bool {
-        match self {
-            Error::Refused { status, .. } => *status >= 500,
-            Error::Http { .. }
-            | Error::Malformed { .. }
-            | Error::TooLarge { .. }
-            | Error::Timeout { .. }
-            | Error::Tls { .. }
-            | Error::Unreachable { .. } => true,
-            _ => false,
+        match self.failure() {
+            Some(Failure::Refused { status, .. }) => *status >= 500,
+            Some(
+                Failure::Http { .. }
+                | Failure::Malformed(_)
+                | Failure::TooLarge { .. }
+                | Failure::Timeout { .. }
+                | Failure::Tls(_)
+                | Failure::Unreachable(_),
+            ) => true,
+            Some(Failure::UnsupportedKey { .. } | Failure::BadCertificate(_)) | None => false,
         }
     }
 
     /// A CSR refused for good whose key type CFSSL builds before Go 1.13 cannot sign (Ed25519;
-    /// the 2016 multirootca answers `bad request`) becomes [`Error::UnsupportedKey`], whose
+    /// the 2016 multirootca answers `bad request`) becomes [`Failure::UnsupportedKey`], whose
     /// message says so.
     pub fn for_key_type(self, key_type: KeyType) -> Error {
         match self {
-            Error::Refused {
-                call,
-                url,
-                label,
-                message,
-                class: Class::Permanent,
-                ..
-            } if key_type == KeyType::Ed25519 => Error::UnsupportedKey {
-                call,
-                url,
-                label,
-                key_type,
-                message,
-            },
+            Error::Call(CallError {
+                attempt,
+                failure:
+                    Failure::Refused {
+                        message,
+                        class: Class::Permanent,
+                        ..
+                    },
+            }) if key_type == KeyType::Ed25519 => {
+                attempt.failed(Failure::UnsupportedKey { key_type, message })
+            }
             other => other,
         }
     }

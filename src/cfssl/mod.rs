@@ -15,7 +15,8 @@ pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, Signed};
 pub use endpoints::{Endpoints, EndpointsError, UrlProblem, redact, redact_list};
 pub use error::{
-    BoxError, Call, Class, Error, IssuerFault, MalformedAnswer, NoCertificate, classify_refusal,
+    Attempt, BoxError, Call, CallError, Class, Error, Failure, IssuerFault, MalformedAnswer, NoCertificate,
+    classify_refusal,
 };
 pub use failover::Failover;
 

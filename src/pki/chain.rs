@@ -264,81 +264,42 @@ mod tests {
         certificates_in(pem_text).map_or(0, |d| d.len())
     }
 
-    /// (name, leaf, bundle, signer, want certificates, want ca)
-    type Case<'a> = (
-        &'a str,
-        &'a str,
-        Option<(&'a str, Option<&'a str>)>,
-        Option<&'a str>,
-        usize,
-        Option<&'a str>,
-    );
+    /// One chain to complete: the leaf, the CA's bundle (chain and root) if it sent one, the
+    /// signer certificate known from `/info`, and the number of certificates and CA expected.
+    struct Case<'a> {
+        name: &'a str,
+        leaf: &'a str,
+        bundle: Option<(&'a str, Option<&'a str>)>,
+        signer: Option<&'a str>,
+        want_len: usize,
+        want_ca: Option<&'a str>,
+    }
 
+    #[rustfmt::skip]
     #[test]
     fn chain_completion_table() {
         let p = pki();
         let bundle = format!("{}{}", p.leaf_pem, p.int_pem);
-        // (name, leaf, bundle, signer, want certificates, want ca)
-        let cases: Vec<Case> = vec![
-            (
-                "intermediate signer is appended",
-                &p.leaf_pem,
-                None,
-                Some(&p.int_pem),
-                2,
-                None,
-            ),
-            (
-                "root signer becomes the CA",
-                &p.leaf_by_root_pem,
-                None,
-                Some(&p.root_pem),
-                1,
-                Some(&p.root_pem),
-            ),
-            (
-                "unrelated signer is ignored",
-                &p.leaf_by_root_pem,
-                None,
-                Some(&p.int_pem),
-                1,
-                None,
-            ),
-            (
-                "same-named signer with another key is ignored",
-                &p.leaf_pem,
-                None,
-                Some(&p.rotated_int_pem),
-                1,
-                None,
-            ),
-            ("no signer known", &p.leaf_pem, None, None, 1, None),
-            (
-                "bundle with root",
-                &p.leaf_pem,
-                Some((&bundle, Some(&p.root_pem))),
-                None,
-                2,
-                Some(&p.root_pem),
-            ),
-            (
-                "bundle with empty root",
-                &p.leaf_pem,
-                Some((&bundle, Some(""))),
-                None,
-                2,
-                None,
-            ),
-            (
-                "bundle without leaf",
-                &p.leaf_pem,
-                Some((&p.int_pem, None)),
-                None,
-                2,
-                None,
-            ),
+        let cases = [
+            Case { name: "intermediate signer is appended",
+                leaf: &p.leaf_pem, bundle: None, signer: Some(&p.int_pem), want_len: 2, want_ca: None },
+            Case { name: "root signer becomes the CA",
+                leaf: &p.leaf_by_root_pem, bundle: None, signer: Some(&p.root_pem), want_len: 1, want_ca: Some(&p.root_pem) },
+            Case { name: "unrelated signer is ignored",
+                leaf: &p.leaf_by_root_pem, bundle: None, signer: Some(&p.int_pem), want_len: 1, want_ca: None },
+            Case { name: "same-named signer with another key is ignored",
+                leaf: &p.leaf_pem, bundle: None, signer: Some(&p.rotated_int_pem), want_len: 1, want_ca: None },
+            Case { name: "no signer known",
+                leaf: &p.leaf_pem, bundle: None, signer: None, want_len: 1, want_ca: None },
+            Case { name: "bundle with root",
+                leaf: &p.leaf_pem, bundle: Some((&bundle, Some(&p.root_pem))), signer: None, want_len: 2,
+                want_ca: Some(&p.root_pem) },
+            Case { name: "bundle with empty root",
+                leaf: &p.leaf_pem, bundle: Some((&bundle, Some(""))), signer: None, want_len: 2, want_ca: None },
+            Case { name: "bundle without leaf",
+                leaf: &p.leaf_pem, bundle: Some((&p.int_pem, None)), signer: None, want_len: 2, want_ca: None },
         ];
-        for (name, leaf, bundle, signer, want_len, want_ca) in cases {
+        for Case { name, leaf, bundle, signer, want_len, want_ca } in cases {
             let signer = signer.map(der);
             let chain = complete_chain(leaf, bundle, signer.as_deref(), &p.leaf_key).unwrap();
             assert_eq!(count(&chain.certificates), want_len, "{name}");

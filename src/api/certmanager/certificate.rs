@@ -135,7 +135,7 @@ pub struct CertificateSpec {
     pub unknown: Unknown,
 }
 
-super::optional_spec!(CertificateSpec);
+crate::api::crd::optional_spec!(CertificateSpec);
 
 /// Subject fields besides the common name.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

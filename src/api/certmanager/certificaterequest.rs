@@ -90,7 +90,7 @@ pub struct CertificateRequestSpec {
     pub unknown: Unknown,
 }
 
-super::optional_spec!(CertificateRequestSpec);
+crate::api::crd::optional_spec!(CertificateRequestSpec);
 
 /// What the issuer (and the approver) answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -162,17 +162,17 @@ pub fn cert_manager_crds() -> Vec<CustomResourceDefinition> {
 
 /// [`cert_manager_crds`] as one multi-document YAML stream, each document opened by `---`.
 pub fn cert_manager_crds_yaml() -> Result<String, serde_saphyr::SerializeError> {
-    crate::api::issuer::yaml_stream(&cert_manager_crds())
+    super::crd::yaml_stream(&cert_manager_crds())
 }
 
-/// The root schema of a cert-manager kind: `issuer::root_schema` without `null` in
+/// The root schema of a cert-manager kind: `crd::root_schema` without `null` in
 /// any field's type, so no `nullable` reaches the CRD. cert-manager's CRDs have none: an explicit
 /// `null` is pruned by the API server, never stored, and reads as absent.
 fn root_schema<Spec: JsonSchema, Status: JsonSchema>(
     generator: &mut SchemaGenerator,
     description: &str,
 ) -> Schema {
-    let mut schema = crate::api::issuer::root_schema::<Spec, Status>(generator, description);
+    let mut schema = super::crd::root_schema::<Spec, Status>(generator, description);
     if let Some(object) = schema.as_object_mut() {
         drop_null(object);
     }
@@ -202,34 +202,6 @@ fn drop_null(node: &mut serde_json::Map<String, serde_json::Value>) {
         }
     }
 }
-
-/// `Serialize`/`Deserialize` for a spec derived with `#[serde(remote = "Self")]`, reading an
-/// absent or `null` spec as the default one. The CRDs (cert-manager's and ours) do not require
-/// `spec`, and without cert-manager's webhook nothing else refuses such an object: it must not
-/// break a watch of the whole kind. Validation then reports the empty spec.
-macro_rules! optional_spec {
-    ($spec:ident) => {
-        impl serde::Serialize for $spec {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                $spec::serialize(self, serializer)
-            }
-        }
-
-        impl<'de> serde::Deserialize<'de> for $spec {
-            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                fn inherent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<$spec, D::Error> {
-                    $spec::deserialize(d)
-                }
-                #[derive(serde::Deserialize)]
-                #[serde(transparent)]
-                struct Present(#[serde(deserialize_with = "inherent")] $spec);
-                let spec = Option::<Present>::deserialize(deserializer)?;
-                Ok(spec.map(|p| p.0).unwrap_or_default())
-            }
-        }
-    };
-}
-use optional_spec;
 
 /// Fields of an object that these types do not model, kept verbatim.
 pub type Unknown = BTreeMap<String, serde_json::Value>;

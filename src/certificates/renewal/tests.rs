@@ -10,32 +10,51 @@ fn hours(h: u64) -> Duration {
     Duration::from_secs(h * 3600)
 }
 
+/// One renewal time: a certificate's validity, its renewal settings and policy, and when it
+/// renews (`None`: never).
+struct RenewalRow {
+    name: &'static str,
+    not_before: &'static str,
+    not_after: &'static str,
+    renewal: Renewal,
+    policy: Policy,
+    want: Option<&'static str>,
+}
+
 #[rustfmt::skip]
 #[test]
 fn renewal_time_table() {
     let nb = "2026-01-01T00:00:00Z";
     let na = "2026-01-31T00:00:00Z"; // 30 days
     let r = |before: Option<Duration>, pct: Option<i32>| Renewal { renew_before: before, renew_before_percentage: pct };
-    // (row, notBefore, notAfter, renewal, policy, want)
-    type Row<'a> = (&'a str, &'a str, &'a str, Renewal, Policy, Option<&'a str>);
-    let cases: Vec<Row> = vec![
-        ("a third of the lifetime by default", nb, na, r(None, None), Policy::RenewBefore, Some("2026-01-21T00:00:00Z")),
-        ("renewBefore", nb, na, r(Some(hours(24)), None), Policy::RenewBefore, Some("2026-01-30T00:00:00Z")),
-        ("renewBefore wins over the percentage", nb, na, r(Some(hours(24)), Some(50)), Policy::RenewBefore, Some("2026-01-30T00:00:00Z")),
-        ("renewBefore as long as the lifetime falls through to the percentage",
-            nb, na, r(Some(hours(720)), Some(50)), Policy::RenewBefore, Some("2026-01-16T00:00:00Z")),
-        ("and then to a third", nb, na, r(Some(hours(721)), None), Policy::RenewBefore, Some("2026-01-21T00:00:00Z")),
-        ("percentage", nb, na, r(None, Some(10)), Policy::RenewBefore, Some("2026-01-28T00:00:00Z")),
-        ("percentage 100 is ignored", nb, na, r(None, Some(100)), Policy::RenewBefore, Some("2026-01-21T00:00:00Z")),
-        ("percentage 0 is ignored", nb, na, r(None, Some(0)), Policy::RenewBefore, Some("2026-01-21T00:00:00Z")),
-        ("zero renewBefore is ignored", nb, na, r(Some(Duration::ZERO), None), Policy::RenewBefore, Some("2026-01-21T00:00:00Z")),
-        ("truncated to the second", "2026-01-01T00:00:00Z", "2026-01-01T00:00:10Z", r(None, None),
-            Policy::RenewBefore, Some("2026-01-01T00:00:06Z")),
-        ("disabled never renews", nb, na, r(None, None), Policy::Disabled, None),
+    let cases = [
+        RenewalRow { name: "a third of the lifetime by default", not_before: nb, not_after: na,
+            renewal: r(None, None), policy: Policy::RenewBefore, want: Some("2026-01-21T00:00:00Z") },
+        RenewalRow { name: "renewBefore", not_before: nb, not_after: na,
+            renewal: r(Some(hours(24)), None), policy: Policy::RenewBefore, want: Some("2026-01-30T00:00:00Z") },
+        RenewalRow { name: "renewBefore wins over the percentage", not_before: nb, not_after: na,
+            renewal: r(Some(hours(24)), Some(50)), policy: Policy::RenewBefore, want: Some("2026-01-30T00:00:00Z") },
+        RenewalRow { name: "renewBefore as long as the lifetime falls through to the percentage",
+            not_before: nb, not_after: na,
+            renewal: r(Some(hours(720)), Some(50)), policy: Policy::RenewBefore, want: Some("2026-01-16T00:00:00Z") },
+        RenewalRow { name: "and then to a third", not_before: nb, not_after: na,
+            renewal: r(Some(hours(721)), None), policy: Policy::RenewBefore, want: Some("2026-01-21T00:00:00Z") },
+        RenewalRow { name: "percentage", not_before: nb, not_after: na,
+            renewal: r(None, Some(10)), policy: Policy::RenewBefore, want: Some("2026-01-28T00:00:00Z") },
+        RenewalRow { name: "percentage 100 is ignored", not_before: nb, not_after: na,
+            renewal: r(None, Some(100)), policy: Policy::RenewBefore, want: Some("2026-01-21T00:00:00Z") },
+        RenewalRow { name: "percentage 0 is ignored", not_before: nb, not_after: na,
+            renewal: r(None, Some(0)), policy: Policy::RenewBefore, want: Some("2026-01-21T00:00:00Z") },
+        RenewalRow { name: "zero renewBefore is ignored", not_before: nb, not_after: na,
+            renewal: r(Some(Duration::ZERO), None), policy: Policy::RenewBefore, want: Some("2026-01-21T00:00:00Z") },
+        RenewalRow { name: "truncated to the second", not_before: "2026-01-01T00:00:00Z", not_after: "2026-01-01T00:00:10Z",
+            renewal: r(None, None), policy: Policy::RenewBefore, want: Some("2026-01-01T00:00:06Z") },
+        RenewalRow { name: "disabled never renews", not_before: nb, not_after: na,
+            renewal: r(None, None), policy: Policy::Disabled, want: None },
     ];
-    for (row, nb, na, renewal, policy, want) in cases {
-        let got = renewal_time(at(nb), at(na), renewal, policy).unwrap();
-        assert_eq!(got, want.map(at), "{row}");
+    for RenewalRow { name, not_before, not_after, renewal, policy, want } in cases {
+        let got = renewal_time(at(not_before), at(not_after), renewal, policy).unwrap();
+        assert_eq!(got, want.map(at), "{name}");
     }
     assert_eq!(
         renewal_time(at(na), at(nb), Renewal::default(), Policy::RenewBefore),
@@ -57,27 +76,34 @@ fn policy_table() {
     }
 }
 
+/// One back-off: failed attempts, the bounds, and the delay (`None`: no back-off).
+struct BackoffRow {
+    name: &'static str,
+    attempts: Option<i64>,
+    min: Duration,
+    max: Duration,
+    want: Option<Duration>,
+}
+
 #[rustfmt::skip]
 #[test]
 fn backoff_delay_table() {
     let (min, max) = (hours(1), hours(32));
-    // (row, attempts, min, max, want)
-    type Row<'a> = (&'a str, Option<i64>, Duration, Duration, Option<Duration>);
-    let cases: Vec<Row> = vec![
-        ("no attempts recorded: min", None, min, max, Some(min)),
-        ("zero attempts: min", Some(0), min, max, Some(min)),
-        ("negative attempts: min", Some(-3), min, max, Some(min)),
-        ("first failure: min", Some(1), min, max, Some(min)),
-        ("second: doubled", Some(2), min, max, Some(hours(2))),
-        ("sixth: 32h", Some(6), min, max, Some(hours(32))),
-        ("seventh: capped at max", Some(7), min, max, Some(max)),
-        ("overflowing shift: max", Some(64), min, max, Some(max)),
-        ("i64::MAX attempts: max", Some(i64::MAX), min, max, Some(max)),
-        ("max below min: min", Some(5), min, Duration::from_secs(60), Some(min)),
-        ("min zero: no back-off", Some(5), Duration::ZERO, max, None),
+    let cases = [
+        BackoffRow { name: "no attempts recorded: min", attempts: None, min, max, want: Some(min) },
+        BackoffRow { name: "zero attempts: min", attempts: Some(0), min, max, want: Some(min) },
+        BackoffRow { name: "negative attempts: min", attempts: Some(-3), min, max, want: Some(min) },
+        BackoffRow { name: "first failure: min", attempts: Some(1), min, max, want: Some(min) },
+        BackoffRow { name: "second: doubled", attempts: Some(2), min, max, want: Some(hours(2)) },
+        BackoffRow { name: "sixth: 32h", attempts: Some(6), min, max, want: Some(hours(32)) },
+        BackoffRow { name: "seventh: capped at max", attempts: Some(7), min, max, want: Some(max) },
+        BackoffRow { name: "overflowing shift: max", attempts: Some(64), min, max, want: Some(max) },
+        BackoffRow { name: "i64::MAX attempts: max", attempts: Some(i64::MAX), min, max, want: Some(max) },
+        BackoffRow { name: "max below min: min", attempts: Some(5), min, max: Duration::from_secs(60), want: Some(min) },
+        BackoffRow { name: "min zero: no back-off", attempts: Some(5), min: Duration::ZERO, max, want: None },
     ];
-    for (row, attempts, min, max, want) in cases {
-        assert_eq!(backoff_delay(attempts, min, max), want, "{row}");
+    for BackoffRow { name, attempts, min, max, want } in cases {
+        assert_eq!(backoff_delay(attempts, min, max), want, "{name}");
     }
 }
 

@@ -4,69 +4,65 @@ use super::*;
 use Class::*;
 use IssuerFault::*;
 
+/// One refusal: what the CA answered to which call, and its class.
+struct Refusal {
+    call: Call,
+    status: u16,
+    message: &'static str,
+    label_known: bool,
+    want: Class,
+}
+
+#[rustfmt::skip]
 #[test]
 fn refusal_classification_table() {
+    use Call::{AuthSign, Info};
     let cases = [
-        (Call::AuthSign, 400, "invalid token", true, Issuer(Credentials)),
-        (Call::AuthSign, 400, "invalid profile", true, Issuer(Config)),
-        (
-            Call::AuthSign,
-            401,
-            "authorisation required",
-            true,
-            Issuer(Config),
-        ),
-        (Call::AuthSign, 403, "not authorised", true, Issuer(Config)),
-        (Call::AuthSign, 400, "bad request", false, Issuer(Config)),
-        (Call::AuthSign, 400, "bad request", true, Permanent),
-        (Call::AuthSign, 400, "invalid request", true, Permanent),
-        (
-            Call::AuthSign,
-            400,
-            "illegal base64 data at input byte 0",
-            true,
-            Permanent,
-        ),
-        (Call::AuthSign, 500, "error creating bundle", true, Retryable),
-        (Call::Info, 400, "bad label", true, Issuer(Config)),
-        (Call::Info, 503, "unavailable", true, Retryable),
+        Refusal { call: AuthSign, status: 400, message: "invalid token", label_known: true, want: Issuer(Credentials) },
+        Refusal { call: AuthSign, status: 400, message: "invalid profile", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 401, message: "authorisation required", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 403, message: "not authorised", label_known: true, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 400, message: "bad request", label_known: false, want: Issuer(Config) },
+        Refusal { call: AuthSign, status: 400, message: "bad request", label_known: true, want: Permanent },
+        Refusal { call: AuthSign, status: 400, message: "invalid request", label_known: true, want: Permanent },
+        Refusal {
+            call: AuthSign, status: 400, message: "illegal base64 data at input byte 0", label_known: true,
+            want: Permanent,
+        },
+        Refusal { call: AuthSign, status: 500, message: "error creating bundle", label_known: true, want: Retryable },
+        Refusal { call: Info, status: 400, message: "bad label", label_known: true, want: Issuer(Config) },
+        Refusal { call: Info, status: 503, message: "unavailable", label_known: true, want: Retryable },
     ];
-    for (call, status, message, label_known, want) in cases {
-        assert_eq!(
-            classify_refusal(call, status, message, label_known),
-            want,
-            "{call} {status} {message}"
-        );
+    for Refusal { call, status, message, label_known, want } in cases {
+        assert_eq!(classify_refusal(call, status, message, label_known), want, "{call} {status} {message}");
     }
+}
+
+fn authsign() -> Attempt {
+    Attempt::new(Call::AuthSign, "https://ca", "l")
 }
 
 fn http(status: u16) -> Error {
-    Error::Http {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
+    authsign().failed(Failure::Http {
         status,
         snippet: "<html>".into(),
-    }
+    })
 }
 
 fn refused(status: u16, class: Class) -> Error {
-    Error::Refused {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
+    authsign().failed(Failure::Refused {
         status,
         code: 1,
         message: "m".into(),
         class,
-    }
+    })
 }
 
 /// Only a CFSSL envelope from a live CA is final; anything else tries the next URL and, on
 /// the last one, leaves the issuer unreachable (retryable).
 #[test]
 fn class_and_failover_table() {
-    let (call, url, label) = (Call::Info, "https://ca".to_string(), "l".to_string());
+    let info = || Attempt::new(Call::Info, "https://ca", "l");
     let cases: Vec<(&str, Error, Class, bool)> = vec![
         ("proxy 400", http(400), Retryable, true),
         ("proxy 404", http(404), Retryable, true),
@@ -84,79 +80,43 @@ fn class_and_failover_table() {
         ("refused 500", refused(500, Retryable), Retryable, true),
         (
             "200 not cfssl",
-            Error::Malformed {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                problem: MalformedAnswer::NoResult,
-            },
+            info().failed(Failure::Malformed(MalformedAnswer::NoResult)),
             Retryable,
             true,
         ),
         (
             "too large",
-            Error::TooLarge {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                limit: 1,
-            },
+            info().failed(Failure::TooLarge { limit: 1 }),
             Retryable,
             true,
         ),
         (
             "timeout",
-            Error::Timeout {
-                call,
-                url: url.clone(),
-                label: label.clone(),
+            info().failed(Failure::Timeout {
                 timeout: std::time::Duration::from_secs(1),
-            },
+            }),
             Retryable,
             true,
         ),
-        (
-            "tls",
-            Error::Tls {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: "x".into(),
-            },
-            Issuer(Tls),
-            true,
-        ),
+        ("tls", info().failed(Failure::Tls("x".into())), Issuer(Tls), true),
         (
             "unreachable",
-            Error::Unreachable {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: "x".into(),
-            },
+            info().failed(Failure::Unreachable("x".into())),
             Retryable,
             true,
         ),
         (
             "bad certificate",
-            Error::BadCertificate {
-                call,
-                url: url.clone(),
-                label: label.clone(),
-                source: ChainError::KeyMismatch,
-            },
+            info().failed(Failure::BadCertificate(ChainError::KeyMismatch)),
             Permanent,
             false,
         ),
         (
             "ed25519",
-            Error::UnsupportedKey {
-                call,
-                url,
-                label,
+            info().failed(Failure::UnsupportedKey {
                 key_type: KeyType::Ed25519,
                 message: "bad request".into(),
-            },
+            }),
             Permanent,
             false,
         ),
@@ -186,12 +146,12 @@ fn class_and_failover_table() {
 
 #[test]
 fn key_type_refusal_table() {
-    let kind = |err: &Error| match err {
-        Error::UnsupportedKey {
-            key_type, message, ..
-        } => format!("unsupported {key_type}: {message}"),
-        Error::Refused { class, .. } => format!("refused {class:?}"),
-        other => format!("{other}"),
+    let kind = |err: &Error| match err.failure() {
+        Some(Failure::UnsupportedKey { key_type, message }) => {
+            format!("unsupported {key_type}: {message}")
+        }
+        Some(Failure::Refused { class, .. }) => format!("refused {class:?}"),
+        _ => format!("{err}"),
     };
     let cases = [
         (
@@ -228,9 +188,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
     use std::error::Error as _;
     crate::install_crypto_provider();
     let ctx = ErrorContext {
-        call: Call::Info,
-        url: "https://ca".into(),
-        label: "l".into(),
+        attempt: Attempt::new(Call::Info, "https://ca", "l"),
         content_type: "text/html".into(),
     };
     let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
@@ -246,12 +204,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         .send()
         .await
         .unwrap_err();
-    let bad_certificate = |source| Error::BadCertificate {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
-        source,
-    };
+    let bad_certificate = |source| authsign().failed(Failure::BadCertificate(source));
     let garbage_pem = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
     let bad_bundle = reqwest::Certificate::from_pem_bundle(b"-----BEGIN CERTIFICATE-----\n!!\n").unwrap_err();
     let unencodable = serde_json::to_vec(&std::collections::BTreeMap::from([((1, 2), 3)])).unwrap_err();
@@ -264,14 +217,11 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         ),
         (
             "tls",
-            Error::Tls {
-                call: Call::Info,
-                url: "https://ca".into(),
-                label: "l".into(),
-                source: Box::new(Sending(std::io::Error::other(rustls::Error::InvalidCertificate(
+            Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Tls(Box::new(Sending(
+                std::io::Error::other(rustls::Error::InvalidCertificate(
                     rustls::CertificateError::UnknownIssuer,
-                )))),
-            },
+                )),
+            )))),
             r#"info at https://ca (label "l"): TLS failure: invalid peer certificate: UnknownIssuer"#,
             Some("error sending request"),
         ),
@@ -295,12 +245,9 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         ),
         (
             "signer certificate",
-            Error::Malformed {
-                call: Call::Info,
-                url: "https://ca".into(),
-                label: "l".into(),
-                problem: MalformedAnswer::SignerCertificate(crate::pki::certificates_in("x").unwrap_err()),
-            },
+            Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Malformed(
+                MalformedAnswer::SignerCertificate(crate::pki::certificates_in("x").unwrap_err()),
+            )),
             r#"info at https://ca (label "l"): malformed answer: signer certificate: no PEM certificate found"#,
             Some("signer certificate: no PEM certificate found"),
         ),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::api::ReadyReason;
-use crate::cfssl::{Class, Error as CfsslError, IssuerFault};
+use crate::cfssl::{Class, Error as CfsslError, Failure, IssuerFault};
 use crate::pki::Chain;
 
 /// What a signing attempt leads to.
@@ -47,9 +47,9 @@ pub fn outcome(
             Outcome::Failed(format!("the request cannot be signed: {err}"))
         }
         // The CA signed, but what it sent back is not a certificate for this request.
-        Class::Permanent if matches!(err, CfsslError::BadCertificate { .. }) => Outcome::Failed(format!(
-            "the CA signed, but its certificate is unusable and was not stored: {err}"
-        )),
+        Class::Permanent if matches!(err.failure(), Some(Failure::BadCertificate(_))) => Outcome::Failed(
+            format!("the CA signed, but its certificate is unusable and was not stored: {err}"),
+        ),
         Class::Permanent => Outcome::Failed(format!("the CA will not sign this request: {err}")),
         Class::Issuer(_) => Outcome::IssuerFault {
             message: format!("the issuer is misconfigured: {err}"),

@@ -1,33 +1,20 @@
 //! CFSSL errors for the decide tables.
 
-use crate::cfssl::{Call, Class, Error};
+use crate::cfssl::{Attempt, Call, Class, Error, Failure};
 
 pub fn refused(message: &str, class: Class) -> Error {
-    Error::Refused {
-        call: Call::AuthSign,
-        url: "http://ca".into(),
-        label: "l".into(),
+    Attempt::new(Call::AuthSign, "http://ca", "l").failed(Failure::Refused {
         status: 400,
         code: 1,
         message: message.into(),
         class,
-    }
+    })
 }
 
 pub fn unreachable(call: Call) -> Error {
-    Error::Unreachable {
-        call,
-        url: "http://ca".into(),
-        label: "l".into(),
-        source: "connection refused".into(),
-    }
+    Attempt::new(call, "http://ca", "l").failed(Failure::Unreachable("connection refused".into()))
 }
 
 pub fn tls(cause: &str) -> Error {
-    Error::Tls {
-        call: Call::Info,
-        url: "https://ca".into(),
-        label: "l".into(),
-        source: cause.into(),
-    }
+    Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Tls(cause.into()))
 }

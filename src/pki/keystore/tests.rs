@@ -144,22 +144,33 @@ fn modern2026_is_refused_with_the_reason() {
     assert_eq!(Pkcs12Profile::Modern2026.check().unwrap_err().to_string(), want);
 }
 
-/// What `openssl pkcs12 -info` reports for each profile: the MAC line, the certificates' and
+/// What `openssl pkcs12 -info` reports for one profile: the MAC line, the certificates' and
 /// the key's encryption, and whether it opens without `-legacy` (OpenSSL 3.0 keeps RC2 in its
 /// legacy provider; 3DES stays in the default one). The legacy profiles are opened with
 /// `-legacy`, as the issue asks; Modern2023 without.
+struct ProfileRow {
+    profile: Pkcs12Profile,
+    mac: &'static str,
+    certs: &'static str,
+    key: &'static str,
+    plain_opens: bool,
+}
+
 #[rustfmt::skip]
-fn profile_table() -> Vec<(Pkcs12Profile, &'static str, &'static str, &'static str, bool)> {
+fn profile_table() -> Vec<ProfileRow> {
     vec![
-        (Pkcs12Profile::LegacyRc2, "MAC: sha1, Iteration 1\nMAC length: 20, salt length: 8",
-         "PKCS7 Encrypted data: pbeWithSHA1And40BitRC2-CBC, Iteration 2048",
-         "Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048", false),
-        (Pkcs12Profile::LegacyDes, "MAC: sha1, Iteration 1\nMAC length: 20, salt length: 8",
-         "PKCS7 Encrypted data: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048",
-         "Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048", true),
-        (Pkcs12Profile::Modern2023, "MAC: sha256, Iteration 2048\nMAC length: 32, salt length: 16",
-         "PKCS7 Encrypted data: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256",
-         "Shrouded Keybag: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256", true),
+        ProfileRow { profile: Pkcs12Profile::LegacyRc2,
+            mac: "MAC: sha1, Iteration 1\nMAC length: 20, salt length: 8",
+            certs: "PKCS7 Encrypted data: pbeWithSHA1And40BitRC2-CBC, Iteration 2048",
+            key: "Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048", plain_opens: false },
+        ProfileRow { profile: Pkcs12Profile::LegacyDes,
+            mac: "MAC: sha1, Iteration 1\nMAC length: 20, salt length: 8",
+            certs: "PKCS7 Encrypted data: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048",
+            key: "Shrouded Keybag: pbeWithSHA1And3-KeyTripleDES-CBC, Iteration 2048", plain_opens: true },
+        ProfileRow { profile: Pkcs12Profile::Modern2023,
+            mac: "MAC: sha256, Iteration 2048\nMAC length: 32, salt length: 16",
+            certs: "PKCS7 Encrypted data: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256",
+            key: "Shrouded Keybag: PBES2, PBKDF2, AES-256-CBC, Iteration 2048, PRF hmacWithSHA256", plain_opens: true },
     ]
 }
 
@@ -167,7 +178,14 @@ fn profile_table() -> Vec<(Pkcs12Profile, &'static str, &'static str, &'static s
 fn pkcs12_keystore_opens_with_openssl_for_each_profile_and_key() {
     for spec in all_specs() {
         let f = fixture(spec);
-        for (profile, mac, certs, key, plain_opens) in profile_table() {
+        for ProfileRow {
+            profile,
+            mac,
+            certs,
+            key,
+            plain_opens,
+        } in profile_table()
+        {
             let legacy = profile != Pkcs12Profile::Modern2023;
             let what = format!("{spec:?} {profile:?}");
             let store = pkcs12_keystore(&f.key, &f.chain, &f.ca, PASSWORD, profile).unwrap();
@@ -244,7 +262,10 @@ fn pkcs12_keystore_without_ca_holds_the_chain_only() {
 fn pkcs12_truststore_holds_the_ca_only() {
     let f = fixture(KeySpec::Ecdsa(256));
     let two_cas = vec![f.ca[0].clone(), f.chain[1].clone()];
-    for (profile, mac, certs, _, _) in profile_table() {
+    for ProfileRow {
+        profile, mac, certs, ..
+    } in profile_table()
+    {
         let legacy = profile != Pkcs12Profile::Modern2023;
         let store = pkcs12_truststore(&two_cas, PASSWORD, profile).unwrap().unwrap();
         let path = f.write("truststore.p12", &store);
@@ -440,7 +461,7 @@ fn jks_truststore_holds_the_ca_only() {
 #[test]
 fn pkcs12_stores_open_in_java() {
     let f = fixture(KeySpec::Rsa(2048));
-    for (profile, ..) in profile_table() {
+    for ProfileRow { profile, .. } in profile_table() {
         let store = pkcs12_keystore(&f.key, &f.chain, &f.ca, PASSWORD, profile).unwrap();
         let path = f.write("keystore.p12", &store);
         let listed = keytool_list(&path, PASSWORD, "PKCS12").unwrap();
@@ -461,7 +482,7 @@ fn pkcs12_stores_open_in_java() {
 fn pkcs12_non_ascii_password() {
     let f = fixture(KeySpec::Ecdsa(256));
     let password = "pässwörd-€";
-    for (profile, ..) in profile_table() {
+    for ProfileRow { profile, .. } in profile_table() {
         let store = pkcs12_keystore(&f.key, &f.chain, &f.ca, password, profile).unwrap();
         let path = f.write("keystore.p12", &store);
         let legacy = profile != Pkcs12Profile::Modern2023;
@@ -487,7 +508,7 @@ fn pkcs12_non_ascii_password() {
 #[test]
 fn stores_open_only_with_their_password() {
     let f = fixture(KeySpec::Ecdsa(256));
-    for (profile, ..) in profile_table() {
+    for ProfileRow { profile, .. } in profile_table() {
         let p12 = pkcs12_keystore(&f.key, &f.chain, &f.ca, "right", profile).unwrap();
         assert_eq!(
             (pkcs12_opens_with(&p12, "right"), pkcs12_opens_with(&p12, "wrong")),

@@ -22,6 +22,17 @@ fn password_secret(key: &str, value: &[u8]) -> Secret {
     }
 }
 
+/// One keystore password lookup: the keystore's kind, its literal password and Secret
+/// reference, the Secret found (if any), and the password or error message.
+struct PasswordRow<'a> {
+    kind: Kind,
+    literal: Option<&'a str>,
+    secret_ref: Option<&'a SecretKeySelector>,
+    secret: Option<&'a Secret>,
+    want: Result<&'a str, &'a str>,
+}
+
+#[rustfmt::skip]
 #[test]
 fn passwords_resolve_as_cert_manager_does() {
     let with_pw = password_secret("pw", b"s3cret");
@@ -29,59 +40,41 @@ fn passwords_resolve_as_cert_manager_does() {
     let latin1 = password_secret("pw", b"caf\xe9");
     let named = selector("jks-pw", "pw");
     let unnamed = selector("", "pw");
-    type Row<'a> = (
-        Kind,
-        Option<&'a str>,
-        Option<&'a SecretKeySelector>,
-        Option<&'a Secret>,
-        Result<&'a str, &'a str>,
-    );
-    let rows: [Row<'_>; 9] = [
-        (Kind::Jks, None, Some(&named), Some(&with_pw), Ok("s3cret")),
+    let rows = [
+        PasswordRow { kind: Kind::Jks, literal: None, secret_ref: Some(&named), secret: Some(&with_pw), want: Ok("s3cret") },
         // The Secret wins over the literal.
-        (Kind::Jks, Some("lit"), Some(&named), Some(&with_pw), Ok("s3cret")),
-        (Kind::Pkcs12, Some("lit"), Some(&unnamed), None, Ok("lit")),
-        (Kind::Pkcs12, None, Some(&named), Some(&latin1), Ok("caf\u{fffd}")),
-        (
-            Kind::Pkcs12,
-            None,
-            Some(&named),
-            None,
-            Err("PKCS12 keystore password Secret \"jks-pw\" not found"),
-        ),
-        (
-            Kind::Jks,
-            None,
-            Some(&named),
-            Some(&empty),
-            Err("JKS keystore password Secret contains no data for key \"pw\""),
-        ),
-        (
-            Kind::Pkcs12,
-            None,
-            Some(&selector("jks-pw", "other")),
-            Some(&with_pw),
-            Err("PKCS12 keystore password Secret contains no data for key \"other\""),
-        ),
-        (
-            Kind::Jks,
-            Some(""),
-            None,
-            None,
-            Err("JKS literal password cannot be empty"),
-        ),
-        (
-            Kind::Pkcs12,
-            None,
-            None,
-            None,
-            Err("either passwordSecretRef or password must be set for PKCS#12 keystore"),
-        ),
+        PasswordRow {
+            kind: Kind::Jks, literal: Some("lit"), secret_ref: Some(&named), secret: Some(&with_pw), want: Ok("s3cret"),
+        },
+        PasswordRow { kind: Kind::Pkcs12, literal: Some("lit"), secret_ref: Some(&unnamed), secret: None, want: Ok("lit") },
+        PasswordRow {
+            kind: Kind::Pkcs12, literal: None, secret_ref: Some(&named), secret: Some(&latin1), want: Ok("caf\u{fffd}"),
+        },
+        PasswordRow {
+            kind: Kind::Pkcs12, literal: None, secret_ref: Some(&named), secret: None,
+            want: Err("PKCS12 keystore password Secret \"jks-pw\" not found"),
+        },
+        PasswordRow {
+            kind: Kind::Jks, literal: None, secret_ref: Some(&named), secret: Some(&empty),
+            want: Err("JKS keystore password Secret contains no data for key \"pw\""),
+        },
+        PasswordRow {
+            kind: Kind::Pkcs12, literal: None, secret_ref: Some(&selector("jks-pw", "other")), secret: Some(&with_pw),
+            want: Err("PKCS12 keystore password Secret contains no data for key \"other\""),
+        },
+        PasswordRow {
+            kind: Kind::Jks, literal: Some(""), secret_ref: None, secret: None,
+            want: Err("JKS literal password cannot be empty"),
+        },
+        PasswordRow {
+            kind: Kind::Pkcs12, literal: None, secret_ref: None, secret: None,
+            want: Err("either passwordSecretRef or password must be set for PKCS#12 keystore"),
+        },
     ];
-    for (kind, literal, secret_ref, secret, expected) in rows {
+    for PasswordRow { kind, literal, secret_ref, secret, want } in rows {
         let got = keystore_password(kind, literal, secret_ref, secret).map_err(|e| e.to_string());
-        let expected = expected.map(str::to_string).map_err(str::to_string);
-        assert_eq!(got, expected, "{kind:?} {literal:?} {secret_ref:?}");
+        let want = want.map(str::to_string).map_err(str::to_string);
+        assert_eq!(got, want, "{kind:?} {literal:?} {secret_ref:?}");
     }
 }
 

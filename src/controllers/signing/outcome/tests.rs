@@ -3,7 +3,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 use super::*;
-use crate::cfssl::{Call, IssuerFault};
+use crate::cfssl::{Attempt, Call, Failure, IssuerFault};
 use crate::controllers::signing::testing::{refused, unreachable};
 use crate::pki::CsrError;
 
@@ -24,12 +24,8 @@ fn outcome_table() {
     let refused_csr = refused("bad request", Class::Permanent);
     let wrong_key = refused("invalid token", Class::Issuer(IssuerFault::Credentials));
     let bad_csr = CfsslError::Csr(CsrError::NotPem("x".into()));
-    let other_key = CfsslError::BadCertificate {
-        call: Call::AuthSign,
-        url: "https://ca".into(),
-        label: "l".into(),
-        source: crate::pki::ChainError::KeyMismatch,
-    };
+    let other_key = Attempt::new(Call::AuthSign, "https://ca", "l")
+        .failed(Failure::BadCertificate(crate::pki::ChainError::KeyMismatch));
     let cases: Vec<(&str, Result<Chain, &CfsslError>, Timestamp, Outcome)> = vec![
         ("signed", Ok(kept()), soon, Outcome::Issued(kept())),
         (
