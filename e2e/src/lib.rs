@@ -1,7 +1,5 @@
-//! End-to-end test support for cfssl-issuer.
-//!
-//! [`apiserver`] is an in-process Kubernetes API server, so the suite can run the manager
-//! against "a cluster" on machines without one.
+//! End-to-end test support for cfssl-issuer: the harness that runs the manager binary, a CA
+//! and "a cluster" (the in-process `kube_testserver`, or a real one) for the scenarios, the
+//! demo and the benches.
 
-pub mod apiserver;
 pub mod harness;

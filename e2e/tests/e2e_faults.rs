@@ -237,7 +237,7 @@ async fn a_flaky_api_server_loses_nothing_and_signs_nothing_twice() -> anyhow::R
     server.add_user("manager", &kubeconfig)?;
     let manager = Manager::start(ManagerOptions::new(&kubeconfig, SYSTEM)).await?;
     s.env.create_issuer(ISSUER, None).await?;
-    server.set_fault_rates(Some(e2e::apiserver::FaultRates::new(5, 2, 15).user("manager")));
+    server.set_fault_rates(Some(kube_testserver::FaultRates::new(5, 2, 15).user("manager")));
     server.drop_watches_every(Some(Duration::from_secs(5)));
     let watches_before = manager_watches(server);
     s.create_requests().await?;
@@ -276,11 +276,11 @@ fn signatures_now(s: &Scenario) -> Vec<u32> {
 }
 
 /// Watch requests the added user `manager` made so far.
-fn manager_watches(server: &e2e::apiserver::TestServer) -> usize {
+fn manager_watches(server: &kube_testserver::TestServer) -> usize {
     let audit = server.audit();
     audit
         .iter()
-        .filter(|e| e.user == "manager" && e.verb == e2e::apiserver::Verb::Watch)
+        .filter(|e| e.user == "manager" && e.verb == kube_testserver::Verb::Watch)
         .count()
 }
 

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use e2e::apiserver::{Fault, FaultKind, Verb};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Csr, IssuerCrds, Manager, ManagerOptions, cert_matches_key, openssl_verify};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_testserver::{Fault, FaultKind, Verb};
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use e2e::apiserver::Verb;
 use e2e::harness::load;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, cert_matches_key};
 use kube::api::{Api, Patch, PatchParams};
+use kube_testserver::Verb;
 
 const WAIT: Duration = Duration::from_secs(60);
 const ISSUER: &str = "team-ca";
@@ -54,7 +54,7 @@ impl Env {
         &self.cluster.client
     }
 
-    fn server(&self) -> &e2e::apiserver::TestServer {
+    fn server(&self) -> &kube_testserver::TestServer {
         self.cluster.server().expect("in-process cluster")
     }
 }

@@ -16,9 +16,9 @@ use tokio::net::{TcpListener, TcpStream};
 
 use cfssl_issuer::api::Issuer;
 use cfssl_issuer::api::certmanager::CertificateRequest;
-use e2e::apiserver::{AuditEntry, Verb};
 use e2e::harness::objects;
 use e2e::harness::{Manager, ManagerOptions, OwnManagers, SYSTEM, eventually, load};
+use kube_testserver::{AuditEntry, Verb};
 
 const WAIT: Duration = Duration::from_secs(120);
 const ISSUER: &str = "team-ca";

@@ -14,10 +14,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use x509_parser::prelude::*;
 
-use e2e::apiserver::{Count, Verb};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::scrape::{Exposition, scrape};
 use e2e::harness::{Csr, Manager, ManagerOptions, OwnManagers, SYSTEM, eventually};
+use kube_testserver::{Count, Verb};
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
@@ -179,7 +179,7 @@ async fn startup_survives_api_errors_but_not_missing_crds() -> anyhow::Result<()
         return Ok(());
     };
     env.server().inject(
-        e2e::apiserver::Fault::new(e2e::apiserver::FaultKind::InternalError)
+        kube_testserver::Fault::new(kube_testserver::FaultKind::InternalError)
             .verb(Verb::List)
             .resource("issuers")
             .times(3),
@@ -191,7 +191,7 @@ async fn startup_survives_api_errors_but_not_missing_crds() -> anyhow::Result<()
     manager.terminate(Duration::from_secs(10)).await?;
 
     // A server without our CRDs answers 404.
-    let bare = e2e::apiserver::TestServer::start(e2e::apiserver::Options::default()).await?;
+    let bare = kube_testserver::TestServer::start(kube_testserver::Options::default()).await?;
     let mut options = ManagerOptions::new(bare.kubeconfig_path(), SYSTEM);
     options.wait_ready = false;
     let mut missing = Manager::start(options).await?;

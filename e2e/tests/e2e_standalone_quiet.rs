@@ -6,7 +6,7 @@ mod standalone;
 
 use std::time::Duration;
 
-use e2e::apiserver::Verb;
+use kube_testserver::Verb;
 use standalone::Env;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,7 +22,7 @@ async fn a_ready_certificate_causes_no_more_writes() -> anyhow::Result<()> {
     });
     env.certificate("quiet", "quiet-tls", "team-ca", extra).await?;
     env.with_manager_log(env.wait_ready("quiet", Duration::from_secs(60)).await)?;
-    let writes = |c: &e2e::apiserver::Counts| {
+    let writes = |c: &kube_testserver::Counts| {
         [Verb::Create, Verb::Update, Verb::Patch, Verb::Delete].map(|v| c.verb_total(v))
     };
     // Let the last writes of the issuance land (the next-key Secret's delete may follow Ready):

@@ -14,7 +14,7 @@ use cfssl_issuer::api::ClusterIssuer;
 use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
 
 use super::IssuerCrds;
-use crate::apiserver::{Options, TestServer};
+use kube_testserver::{Options, TestServer};
 
 /// A cluster with our CRDs and cert-manager's installed: the in-process API server by default,
 /// or the cluster `E2E_KUBECONFIG` points at.

@@ -20,7 +20,7 @@ use kube::{
 use serde_json::json;
 
 use super::{Cluster, Csr, eventually, kubectl_bin};
-use crate::apiserver::AccessRule;
+use kube_testserver::AccessRule;
 
 /// The API group of our issuers, where `signers` are referenced.
 pub const SIGNER_GROUP: &str = "cfssl-issuer.wikimedia.org";

@@ -16,7 +16,7 @@ use cfssl_issuer::api::certmanager::CertificateRequest;
 use super::objects::{self, Kind};
 use super::scrape;
 use super::{Csr, Manager};
-use crate::apiserver::{Count, Counts, Verb};
+use kube_testserver::{Count, Counts, Verb};
 
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 

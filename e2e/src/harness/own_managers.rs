@@ -5,7 +5,7 @@
 
 use super::objects::{self, Kind};
 use super::{Ca, Cluster, ManagerOptions};
-use crate::apiserver::TestServer;
+use kube_testserver::TestServer;
 
 /// The cluster resource namespace the scenarios' managers use.
 pub const SYSTEM: &str = "cfssl-issuer-system";

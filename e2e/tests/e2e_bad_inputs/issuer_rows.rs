@@ -12,12 +12,12 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use e2e::apiserver::{Fault, FaultKind, Verb};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, PostParams};
+use kube_testserver::{Fault, FaultKind, Verb};
 use serde_json::json;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;

@@ -8,11 +8,11 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use e2e::apiserver::Verb;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::scripted_ca::{Leaf, Script, ScriptedCa};
 use e2e::harness::{Cluster, Csr, Manager, ManagerOptions};
 use kube::api::{Api, Patch, PatchParams};
+use kube_testserver::Verb;
 use serde_json::json;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;

@@ -170,7 +170,7 @@ impl Env {
 /// make them, requests and next-key Secrets of a Certificate, and restarts.
 impl Env {
     /// The in-process server; `None` against a real cluster (scenarios needing it return early).
-    pub fn server(&self) -> Option<&e2e::apiserver::TestServer> {
+    pub fn server(&self) -> Option<&kube_testserver::TestServer> {
         self.cluster.server()
     }
 
@@ -184,7 +184,7 @@ impl Env {
         let counts = server.counts();
         for resource in ["certificates/status", "certificates"] {
             assert_eq!(
-                counts.get(e2e::apiserver::Verb::Update, resource),
+                counts.get(kube_testserver::Verb::Update, resource),
                 0,
                 "PUT on {resource}"
             );

@@ -7,9 +7,9 @@ use kube::Client;
 
 use cfssl_issuer::api::certmanager::Certificate;
 use cfssl_issuer::pki::keys::KeySpec;
-use e2e::apiserver::{Counts, TestServer, Verb};
 use e2e::harness::fleet::{self, SecretCheck, Settled};
 use e2e::harness::{Manager, load};
+use kube_testserver::{Counts, TestServer, Verb};
 
 /// Requests the bench keeps in flight when creating or triggering: enough that the manager,
 /// not the client, sets the pace.

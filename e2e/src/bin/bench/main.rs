@@ -24,12 +24,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use base64::Engine as _;
 
-use e2e::apiserver::Verb;
 use e2e::harness::load::Completion;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{
     Cluster, Csr, KEY_HEX, Manager, ManagerOptions, cpu, env_or, load, manager_binary, parse_leaf,
 };
+use kube_testserver::Verb;
 
 use self::ca::{BenchCa, LABEL, PROFILE};
 use self::report::Figures;

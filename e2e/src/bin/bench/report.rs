@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use e2e::apiserver::Counts;
 use e2e::harness::load;
+use kube_testserver::Counts;
 
 /// One printed line: what, the measured value, and the target with whether it is met.
 type Row = (String, String, Option<(String, bool)>);

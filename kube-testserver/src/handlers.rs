@@ -3,20 +3,17 @@
 use std::{sync::Arc, time::Duration};
 
 use axum::{
-    body::Bytes,
-    http::{HeaderMap, StatusCode, header},
+    http::{StatusCode, header},
     response::Response,
 };
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::{
-    Shared,
     access::{self, Caller},
     convert,
     error::{ApiError, ApiResult, Reason},
-    http::{Query, Target, json_response},
-    negotiate::Output,
+    http::{Req, json_response},
     patch::{self, PatchKind},
     protobuf,
     resources::{ResourceType, csr},
@@ -24,17 +21,6 @@ use super::{
     store::{ApplyRequest, DeleteOptions, Deleted, ObjKey, Propagation, Since, Sub, WriteOptions},
     watch::{self as watch_stream, WatchSpec},
 };
-
-/// One API request, parsed.
-pub(super) struct Req<'a> {
-    pub shared: &'a Arc<Shared>,
-    pub target: Target,
-    pub query: Query,
-    pub output: Output,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-    pub caller: Caller,
-}
 
 /// Continue tokens carry the first page's resourceVersion and the last key served.
 fn encode_continue(rv: u64, key: &ObjKey) -> String {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509Certificate, X509CertificationRequest};
 
 use super::{Part, conditions};
-use crate::apiserver::{
+use crate::{
     error::{ApiError, ApiResult},
     meta,
 };

@@ -4,16 +4,15 @@ mod support;
 
 use std::{path::Path, process::Stdio, time::Duration};
 
-use e2e::apiserver::{Count, Counts, Verb};
-use e2e::harness::kubectl_bin;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::{
     Api, Client, CustomResourceExt,
     api::{Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
+use kube_testserver::{Count, Counts, Verb};
 use serde_json::json;
-use support::{Harness, Widget, start, widget};
+use support::{Harness, Widget, kubectl_bin, start, widget};
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::Command,

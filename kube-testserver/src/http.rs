@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use axum::{
     Router,
+    body::Bytes,
     extract::{Request, State},
     http::{HeaderMap, Method, StatusCode, header},
     response::{IntoResponse, Response},
@@ -23,8 +24,7 @@ use super::{
     control, discovery,
     error::{ApiError, ApiResult, Reason},
     faults::{AuditEntry, Verb},
-    handlers::Req,
-    negotiate::negotiate,
+    negotiate::{Output, negotiate},
     openapi,
     resources::{ResourceType, csr, is_access_review},
     store::{Sub, WriteOptions},
@@ -101,6 +101,17 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .unwrap_or_else(IntoResponse::into_response);
     tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
     response
+}
+
+/// One API request, parsed; `handlers` has a method per verb on it.
+pub(super) struct Req<'a> {
+    pub shared: &'a Arc<Shared>,
+    pub target: Target,
+    pub query: Query,
+    pub output: Output,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    pub caller: Caller,
 }
 
 /// Query parameters, first value wins.

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{ColumnValue, PrinterColumn, ResourceType, Shape, StorageKey, age_column};
-use crate::apiserver::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult};
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
     path.iter()
@@ -22,7 +22,7 @@ fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
 
 /// The structural checks apiextensions validation makes that matter here.
 fn check_crd(crd: &Value) -> ApiResult<()> {
-    let name = crate::apiserver::meta::name(crd).unwrap_or_default().to_string();
+    let name = crate::meta::name(crd).unwrap_or_default().to_string();
     let mut causes = Vec::new();
     let group = str_at(crd, &["spec", "group"]).unwrap_or_default().to_string();
     let plural = str_at(crd, &["spec", "names", "plural"])
@@ -83,7 +83,7 @@ fn check_crd(crd: &Value) -> ApiResult<()> {
 /// derives one `ResourceType` per served version.
 pub fn crd_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
     check_crd(crd)?;
-    let name = crate::apiserver::meta::name(crd).unwrap_or_default().to_string();
+    let name = crate::meta::name(crd).unwrap_or_default().to_string();
     let text = |path: &[&str]| str_at(crd, path).unwrap_or_default().to_string();
     let (group, plural, kind) = (
         text(&["spec", "group"]),

@@ -1,17 +1,14 @@
 //! CertificateSigningRequests and SubjectAccessReviews on the test server: each rule
-//! kube-apiserver enforces, one test per rule, and the harness helpers built on them.
+//! kube-apiserver enforces, one test per rule. (The e2e harness's helpers built on them are
+//! tested in e2e's `harness_csr`.)
 
 mod support;
 
-use std::time::Duration;
-
-use e2e::{
-    apiserver::{AccessRule, Auth, Options, Verb},
-    harness::{
-        Cluster,
-        csr::{self as kcsr, KubeCsr, Outcome},
-    },
+use std::{
+    sync::atomic::{AtomicU32, Ordering},
+    time::Duration,
 };
+
 use futures::TryStreamExt as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::{
@@ -19,20 +16,42 @@ use kube::{
     api::{Patch, PatchParams, PostParams},
     runtime::{WatchStreamExt as _, watcher},
 };
+use kube_testserver::{AccessRule, Auth, Options, Verb};
 use serde_json::{Value, json};
 use support::{Harness, start, start_with};
 
 const SIGNER: &str = "clusterissuers.cfssl-issuer.wikimedia.org/ca";
+/// The API group whose `signers` the reviews ask about (cfssl-issuer's).
+const SIGNER_GROUP: &str = "cfssl-issuer.wikimedia.org";
 
 fn csrs(h: &Harness) -> Api<CertificateSigningRequest> {
     Api::all(h.client.clone())
 }
 
-/// A valid request for [`SIGNER`], as JSON to adjust.
+/// A PEM request for a fresh P-256 key, naming `dns` (CN and DNS SAN).
+fn request_pem(dns: &str) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec![dns.to_string()]).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, dns);
+    params.serialize_request(&key).unwrap().pem().unwrap()
+}
+
+/// A valid request for [`SIGNER`] (usages `digital signature`, `key encipherment`, `server
+/// auth`), as JSON to adjust, and its name.
 fn valid() -> (String, Value) {
-    let csr = KubeCsr::new(SIGNER).unwrap();
-    let obj = serde_json::to_value(csr.object().unwrap()).unwrap();
-    (csr.name, obj)
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    let name = format!("csr-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+    let obj = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": { "name": name },
+        "spec": {
+            "request": b64(&request_pem(&format!("{name}.example.com"))),
+            "signerName": SIGNER,
+            "usages": ["digital signature", "key encipherment", "server auth"],
+        },
+    });
+    (name, obj)
 }
 
 fn typed(v: Value) -> CertificateSigningRequest {
@@ -140,20 +159,6 @@ async fn create_resets_status_and_records_the_caller() {
     assert!(stored.status.and_then(|s| s.certificate).is_none());
 }
 
-/// strategy.go (PrepareForCreate) with client-go impersonation: the requester is the user the
-/// `Impersonate-User`/`Impersonate-Group` headers name; the harness creates requests so.
-#[tokio::test]
-async fn create_as_an_impersonated_requester() {
-    let cluster = Cluster::start().await.unwrap();
-    let csr = KubeCsr::new(SIGNER).unwrap().requester("alice", &["team-a"]);
-    let created = csr.create(&cluster).await.unwrap();
-    assert_eq!(created.spec.username.as_deref(), Some("alice"));
-    assert_eq!(
-        created.spec.groups.as_deref(),
-        Some(&["team-a".to_string(), "system:authenticated".to_string()][..])
-    );
-}
-
 /// Without authentication the server has no caller to record, so what the body says stays
 /// (a test server's choice: kube-apiserver always has a caller, if only system:anonymous).
 #[tokio::test]
@@ -190,13 +195,12 @@ async fn request_must_be_a_pem_certificate_request() {
 #[tokio::test]
 async fn request_signature_must_verify() {
     let h = start().await;
-    let csr = KubeCsr::new(SIGNER).unwrap();
-    let block = ::pem::parse(&csr.csr.pem).unwrap();
+    let (name, mut obj) = valid();
+    let block = ::pem::parse(request_pem(&format!("{name}.example.com"))).unwrap();
     let mut der = block.contents().to_vec();
     let last = der.len() - 1;
     der[last] ^= 0x01;
     let tampered = ::pem::encode(&::pem::Pem::new("CERTIFICATE REQUEST", der));
-    let mut obj = serde_json::to_value(csr.object().unwrap()).unwrap();
     obj["spec"]["request"] = b64(&tampered).into();
     assert_eq!(
         invalid(create(&h, obj).await),
@@ -581,59 +585,6 @@ async fn discovery_lists_csrs_and_access_reviews() {
     assert_eq!(entry(&authz, "subjectaccessreviews")["verbs"], json!(["create"]));
 }
 
-/// `kubectl certificate approve|deny` (PUT `/approval`) through the harness, and `kubectl get
-/// csr`'s columns.
-#[tokio::test]
-async fn kubectl_approves_and_denies() {
-    let cluster = Cluster::start().await.unwrap();
-    let first = KubeCsr::new(SIGNER).unwrap().requester("alice", &[]);
-    let second = KubeCsr::new(SIGNER).unwrap();
-    first.create(&cluster).await.unwrap();
-    second.create(&cluster).await.unwrap();
-    kcsr::approve(&cluster, &first.name).await.unwrap();
-    kcsr::deny(&cluster, &second.name).await.unwrap();
-    let api = Api::<CertificateSigningRequest>::all(cluster.client.clone());
-    let reasons = |csr: CertificateSigningRequest| -> Vec<(String, Option<String>)> {
-        let conditions = csr.status.and_then(|s| s.conditions).unwrap_or_default();
-        conditions.into_iter().map(|c| (c.type_, c.reason)).collect()
-    };
-    assert_eq!(
-        reasons(api.get(&first.name).await.unwrap()),
-        [("Approved".to_string(), Some("KubectlApprove".to_string()))]
-    );
-    assert_eq!(
-        reasons(api.get(&second.name).await.unwrap()),
-        [("Denied".to_string(), Some("KubectlDeny".to_string()))]
-    );
-    // kubectl sends Go's zero time for lastTransitionTime; the registry fills it in.
-    let stored = api.get(&first.name).await.unwrap();
-    let condition = &stored.status.unwrap().conditions.unwrap()[0];
-    let transition = condition.last_transition_time.as_ref().expect("filled in").0;
-    assert!(transition.as_second() > 1_700_000_000, "{transition}");
-    let refused = kcsr::deny(&cluster, &first.name).await.unwrap_err();
-    assert!(refused.to_string().contains("is already Approved"), "{refused:#}");
-    let cache = tempfile::tempdir().unwrap();
-    let out = tokio::process::Command::new(e2e::harness::kubectl_bin())
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache.path())
-        .args(["get", "csr", &first.name])
-        .output()
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("REQUESTOR") && text.contains("CONDITION"), "{text}");
-    let row = text
-        .lines()
-        .find(|l| l.starts_with(&first.name))
-        .unwrap_or_default();
-    assert!(
-        row.contains(SIGNER) && row.contains("alice") && row.ends_with("Approved"),
-        "{text}"
-    );
-}
-
 /// Watches see a request created, then approved.
 #[tokio::test]
 async fn watch_sees_creation_and_approval() {
@@ -662,7 +613,7 @@ fn review(user: &str, groups: &[&str], namespace: &str, name: &str) -> Value {
     json!({
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": { "user": user, "groups": groups, "resourceAttributes": {
-            "group": kcsr::SIGNER_GROUP, "resource": "signers", "verb": "reference",
+            "group": SIGNER_GROUP, "resource": "signers", "verb": "reference",
             "namespace": namespace, "name": name, "version": "*" } },
     })
 }
@@ -682,7 +633,7 @@ async fn post_review(client: &kube::Client, body: &Value) -> Result<Value, kube:
 async fn access_reviews_answer_from_the_allow_list() {
     let h = start().await;
     h.server.allow_access(
-        AccessRule::new("reference", kcsr::SIGNER_GROUP, "signers")
+        AccessRule::new("reference", SIGNER_GROUP, "signers")
             .user("alice")
             .namespace("team-a")
             .name("ca"),
@@ -753,70 +704,4 @@ async fn access_reviews_are_validated() {
             other => panic!("expected 422 for {field}, got {other:?}"),
         }
     }
-}
-
-/// `allow_reference` on the in-process server: the user may reference that Issuer in that
-/// namespace (by name), nothing else; with no issuer, every signer there (also `*`).
-#[tokio::test]
-async fn allow_reference_grants_the_named_signer() {
-    let cluster = Cluster::start().await.unwrap();
-    let server = cluster.server().expect("in-process");
-    kcsr::allow_reference(&cluster, "team-a", Some("ca"), "alice")
-        .await
-        .unwrap();
-    kcsr::allow_reference(&cluster, "team-b", None, "bob")
-        .await
-        .unwrap();
-    let cases = [
-        ("alice", "team-a", "ca", true),
-        ("alice", "team-a", "*", false),
-        ("alice", "team-b", "ca", false),
-        ("bob", "team-b", "*", true),
-        ("bob", "team-b", "anything", true),
-        ("bob", "team-a", "ca", false),
-    ];
-    for (user, ns, name, want) in cases {
-        let answer = post_review(&cluster.client, &review(user, &[], ns, name))
-            .await
-            .unwrap();
-        assert_eq!(answer["status"]["allowed"], want, "{user} {ns} {name}");
-    }
-    assert_eq!(server.counts().get(Verb::Create, "subjectaccessreviews"), 6);
-}
-
-/// `wait_outcome` / `wait_issued` report the certificate a signer writes, and a Failed
-/// condition.
-#[tokio::test]
-async fn wait_helpers_report_issued_and_failed() {
-    let cluster = Cluster::start().await.unwrap();
-    let api = Api::<CertificateSigningRequest>::all(cluster.client.clone());
-    let (signed, failing) = (KubeCsr::new(SIGNER).unwrap(), KubeCsr::new(SIGNER).unwrap());
-    signed.create(&cluster).await.unwrap();
-    failing.create(&cluster).await.unwrap();
-    let pem = certificate_pem("leaf");
-    let pp = PatchParams::default();
-    let status = |v: Value| Patch::Merge(json!({ "status": v }));
-    api.patch_status(&signed.name, &pp, &status(json!({ "certificate": b64(&pem) })))
-        .await
-        .unwrap();
-    let failed =
-        json!({ "conditions": [{ "type": "Failed", "status": "True", "reason": "Boom", "message": "no" }] });
-    api.patch_status(&failing.name, &pp, &status(failed))
-        .await
-        .unwrap();
-    let timeout = Duration::from_secs(5);
-    assert_eq!(
-        kcsr::wait_issued(&cluster, &signed.name, timeout).await.unwrap(),
-        pem
-    );
-    assert_eq!(
-        kcsr::wait_outcome(&cluster, &failing.name, timeout)
-            .await
-            .unwrap(),
-        Outcome::Failed {
-            reason: "Boom".into(),
-            message: "no".into()
-        }
-    );
-    assert!(kcsr::wait_issued(&cluster, &failing.name, timeout).await.is_err());
 }

@@ -4,7 +4,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use e2e::apiserver::{Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{
@@ -12,6 +11,7 @@ use kube::{
     api::{ListParams, Patch, PatchParams, PostParams},
     runtime::{watcher, watcher::Event},
 };
+use kube_testserver::{Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
 use serde_json::json;
 use support::{Harness, Widget, code, config_map, reason, start, widget};
 

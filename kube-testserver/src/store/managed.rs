@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{ApplyRequest, ManagerKey, ObjKey, Store, Sub, WriteOptions, ns_key, rv_of};
-use crate::apiserver::{
+use crate::{
     apply::{self, Apply},
     convert,
     error::{ApiError, ApiResult, Reason},

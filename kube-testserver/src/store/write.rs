@@ -8,7 +8,7 @@ use super::{
     managed::ApplyRecord,
     ns_key, rv_of,
 };
-use crate::apiserver::{
+use crate::{
     convert,
     error::{ApiError, ApiResult, Reason},
     meta,

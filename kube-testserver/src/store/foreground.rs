@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::{ChangeKind, ObjKey, Store};
-use crate::apiserver::{meta, resources::StorageKey};
+use crate::{meta, resources::StorageKey};
 
 /// The finalizer that holds an owner deleted with `propagationPolicy: Foreground`.
 pub const FOREGROUND: &str = "foregroundDeletion";
@@ -25,11 +25,7 @@ fn blocks(r: &Value) -> bool {
 
 impl Store {
     /// Adds the foreground finalizer to an owner about to be marked deleting (the same write).
-    pub(super) fn hold_for_dependents(
-        &mut self,
-        rt: &crate::apiserver::resources::ResourceType,
-        key: &ObjKey,
-    ) {
+    pub(super) fn hold_for_dependents(&mut self, rt: &crate::resources::ResourceType, key: &ObjKey) {
         let Some(entry) = self.objects.get_mut(&rt.storage).and_then(|m| m.get_mut(key)) else {
             return;
         };

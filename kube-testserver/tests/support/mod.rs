@@ -5,7 +5,6 @@
 
 use std::{future::Future, time::Duration};
 
-use e2e::apiserver::{Options, TestServer};
 use k8s_openapi::{
     api::core::v1::{ConfigMap, Secret},
     apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
@@ -15,6 +14,7 @@ use kube::{
     api::{ObjectMeta, PostParams},
     runtime::wait::{await_condition, conditions},
 };
+use kube_testserver::{Options, TestServer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -188,6 +188,11 @@ where
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The kubectl to run: `$KUBECTL`, else `kubectl` on the PATH.
+pub fn kubectl_bin() -> String {
+    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".into())
 }
 
 /// The HTTP status code of a failed kube call.

@@ -7,8 +7,8 @@
 //! faults, add latency and cut watches.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), e2e::apiserver::Error> {
-//! use e2e::apiserver::{Fault, FaultKind, Options, TestServer, Verb};
+//! # async fn demo() -> Result<(), kube_testserver::Error> {
+//! use kube_testserver::{Fault, FaultKind, Options, TestServer, Verb};
 //! let server = TestServer::start(Options::default()).await?;
 //! let client = server.client()?;
 //! server.inject(Fault::new(FaultKind::InternalError).verb(Verb::Create).resource("secrets"));

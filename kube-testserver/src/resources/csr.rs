@@ -7,7 +7,7 @@ mod validation;
 use serde_json::{Value, json};
 
 use super::{ColumnValue, PrinterColumn, ResourceType, age_column, builtin, path_column};
-use crate::apiserver::{access::UserInfo, meta};
+use crate::{access::UserInfo, meta};
 
 pub use validation::{validate, validate_update};
 

@@ -67,7 +67,7 @@ pub fn to_metadata(obj: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apiserver::resources::Registry;
+    use crate::resources::Registry;
 
     #[test]
     fn events_convert_both_ways() {

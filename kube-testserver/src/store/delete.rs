@@ -9,7 +9,7 @@ use super::{
     kinds::{is_crd, is_namespace, namespace_storage},
     ns_key, rv_of,
 };
-use crate::apiserver::{
+use crate::{
     error::{ApiError, ApiResult},
     meta,
     resources::{ResourceType, StorageKey, crd_types},

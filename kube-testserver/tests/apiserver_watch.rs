@@ -5,7 +5,6 @@ mod support;
 
 use std::time::Duration;
 
-use e2e::apiserver::Options;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::{
@@ -14,6 +13,7 @@ use kube::{
     core::PartialObjectMeta,
     runtime::{watcher, watcher::Event},
 };
+use kube_testserver::Options;
 use serde_json::{Value, json};
 use support::{config_map, secret, start, start_with};
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::apiserver::{
+use crate::{
     error::{ApiError, ApiResult},
     meta,
     resources::{ResourceType, StorageKey},

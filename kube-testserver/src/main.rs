@@ -4,7 +4,7 @@
 use std::{io::Write as _, path::PathBuf, time::Duration};
 
 use clap::Parser;
-use e2e::apiserver::{Auth, Options, TestServer};
+use kube_testserver::{Auth, Options, TestServer};
 
 #[derive(Parser)]
 #[command(
