@@ -232,35 +232,31 @@ fn subject_violations(s: &Subject, spec: &CertificateSpec, check: &mut impl FnMu
     let want = spec.subject.as_ref().unwrap_or(&default);
     check(s.common_name == spec.common_name, "spec.commonName");
     check(s.serial_number == want.serial_number, "spec.subject.serialNumber");
-    check(
-        equal_unsorted(&s.organizations, &want.organizations),
-        "spec.subject.organizations",
-    );
-    check(
-        equal_unsorted(&s.countries, &want.countries),
-        "spec.subject.countries",
-    );
-    check(
-        equal_unsorted(&s.localities, &want.localities),
-        "spec.subject.localities",
-    );
-    check(
-        equal_unsorted(&s.organizational_units, &want.organizational_units),
-        "spec.subject.organizationalUnits",
-    );
     // cert-manager's spelling: postCodes, not postalCodes.
-    check(
-        equal_unsorted(&s.postal_codes, &want.postal_codes),
-        "spec.subject.postCodes",
-    );
-    check(
-        equal_unsorted(&s.provinces, &want.provinces),
-        "spec.subject.provinces",
-    );
-    check(
-        equal_unsorted(&s.street_addresses, &want.street_addresses),
-        "spec.subject.streetAddresses",
-    );
+    let lists: [(&[String], &[String], &str); 7] = [
+        (
+            &s.organizations,
+            &want.organizations,
+            "spec.subject.organizations",
+        ),
+        (&s.countries, &want.countries, "spec.subject.countries"),
+        (&s.localities, &want.localities, "spec.subject.localities"),
+        (
+            &s.organizational_units,
+            &want.organizational_units,
+            "spec.subject.organizationalUnits",
+        ),
+        (&s.postal_codes, &want.postal_codes, "spec.subject.postCodes"),
+        (&s.provinces, &want.provinces, "spec.subject.provinces"),
+        (
+            &s.street_addresses,
+            &want.street_addresses,
+            "spec.subject.streetAddresses",
+        ),
+    ];
+    for (have, wanted, field) in lists {
+        check(equal_unsorted(have, wanted), field);
+    }
 }
 
 /// The CSR's requested subjectAltName (`None` when it has none); an error when it cannot be

@@ -51,12 +51,13 @@ pub fn trim_request_event(
     };
     match event {
         Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),
-        // A terminal request of ours stays as its bare name, never as a delete: an earlier
-        // update of it may still be queued for the controller, and kube-runtime's shared stream
-        // (`ReflectHandle`, 5.0) answers a queued reference whose object left the store with
-        // `Pending` and no wake-up, which stalled every later request until something else
-        // woke the controller (the e2e catalogue: 12 of 34 requests never reconciled, 1 run
-        // in 10). The bare object names no issuer, so its reconcile returns at once.
+        // A terminal request of ours stays as its bare name, never as a delete. kube-runtime
+        // 5.0's `ReflectHandle::poll_next` takes the next `ObjectRef` from its channel and
+        // looks it up in the store; when the object has left the store since the ref was sent,
+        // it returns `Poll::Pending` although the channel returned `Ready`, so no waker is
+        // registered and the ref is dropped. The controller's shared stream then sleeps until
+        // an unrelated wake-up, and every request queued behind it waits with it. A bare object
+        // stays in the store and names no issuer, so its reconcile returns at once.
         Event::Apply(cr) if is_ours(&cr) => Some(Event::Apply(bare(&cr))),
         // A foreign request never entered the cache (its spec is immutable): nothing to stall.
         Event::Apply(cr) => Some(Event::Delete(bare(&cr))),
@@ -95,7 +96,7 @@ pub fn request_event(
         // Never reconciled again, so nothing else would drop its backoff and memory. What
         // `signings` holds stays until the request is deleted: a reconcile dispatched with the
         // stale object before this event may still run, and only that entry stops it from
-        // signing again (e2e_once's issuer churn signed 502 of 500 without it).
+        // signing again (`e2e_once` holds this under issuer churn).
         Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
             ctx.core.ledger.settle(&request_key(cr));
         }

@@ -12,6 +12,8 @@ pub mod plan;
 pub mod secrets;
 pub mod shared;
 pub mod status;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod wiring;
 
 pub use self::config::{Config, CsrSettings, StandaloneSettings};

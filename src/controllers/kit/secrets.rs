@@ -57,7 +57,7 @@ impl SecretIndex {
     /// Whether the watch, having listed every Secret, last saw `namespace/name` at another
     /// version than `version` (or saw it deleted): a cached copy is then not to be trusted.
     /// The labelled-Secret cache and this watch are separate streams, and a delete reaches the
-    /// Certificate controllers through this one only (a shared reflector passes on no deletes).
+    /// Certificate controllers through this one only (a shared reflector passes on no deletes, kube-rs/kube#1590).
     pub fn differs(&self, namespace: &str, name: &str, version: Option<&str>) -> bool {
         let state = self.read();
         state.synced

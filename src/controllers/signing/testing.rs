@@ -18,3 +18,13 @@ pub fn unreachable(call: Call) -> Error {
 pub fn tls(cause: &str) -> Error {
     Attempt::new(Call::Info, "https://ca", "l").failed(Failure::Tls(cause.into()))
 }
+
+/// A signer over what `shared` holds.
+pub fn signer(shared: &crate::controllers::kit::Shared) -> std::sync::Arc<super::Signer> {
+    std::sync::Arc::new(super::Signer::new(
+        shared.client.clone(),
+        &shared.config,
+        shared.clock.clone(),
+        shared.metrics.clone(),
+    ))
+}

@@ -7,38 +7,11 @@ use kube::runtime::reflector;
 use serde_json::json;
 
 use super::*;
-use crate::clock::system_clock;
-use crate::controllers::kit::status::schema::StatusSchemas;
-use crate::controllers::kit::{Config, Shared};
+use crate::controllers::kit::testing::shared;
+use crate::controllers::signing::Issuers;
 use crate::controllers::signing::once::Signing;
-use crate::controllers::signing::{Issuers, Signer};
+use crate::controllers::signing::testing::signer;
 use crate::pki::Chain;
-use crate::telemetry::Metrics;
-
-fn client() -> kube::Client {
-    let (service, _handle) =
-        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
-    kube::Client::new(service, "default")
-}
-
-fn shared() -> Arc<Shared> {
-    Arc::new(Shared {
-        client: client(),
-        config: Config::new("cfssl-system"),
-        clock: system_clock(),
-        metrics: Arc::new(Metrics::default()),
-        status_schemas: StatusSchemas::default(),
-    })
-}
-
-fn signer(shared: &Shared) -> Arc<Signer> {
-    Arc::new(Signer::new(
-        shared.client.clone(),
-        &shared.config,
-        shared.clock.clone(),
-        shared.metrics.clone(),
-    ))
-}
 
 fn context() -> RequestContext {
     let shared = shared();

@@ -5,38 +5,10 @@ use std::sync::Arc;
 use super::*;
 use crate::api::{Issuer, IssuerSpec};
 use crate::cfssl::{AuthKey, ClientConfig};
-use crate::clock::system_clock;
-use crate::controllers::kit::status::schema::StatusSchemas;
-use crate::controllers::kit::{Config, Shared};
-use crate::controllers::signing::Signer;
+use crate::controllers::kit::testing::shared;
 use crate::controllers::signing::signer::Fingerprint;
-use crate::telemetry::Metrics;
+use crate::controllers::signing::testing::signer;
 use crate::telemetry::metrics::{CallLabels, IssuerLabels};
-
-fn client() -> kube::Client {
-    let (service, _handle) =
-        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
-    kube::Client::new(service, "default")
-}
-
-fn shared() -> Arc<Shared> {
-    Arc::new(Shared {
-        client: client(),
-        config: Config::new("cfssl-system"),
-        clock: system_clock(),
-        metrics: Arc::new(Metrics::default()),
-        status_schemas: StatusSchemas::default(),
-    })
-}
-
-fn signer(shared: &Shared) -> Arc<Signer> {
-    Arc::new(Signer::new(
-        shared.client.clone(),
-        &shared.config,
-        shared.clock.clone(),
-        shared.metrics.clone(),
-    ))
-}
 
 fn context() -> IssuerContext {
     let shared = shared();

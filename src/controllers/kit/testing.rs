@@ -1,0 +1,26 @@
+//! What unit tests of any layer build a controller context from.
+
+use std::sync::Arc;
+
+use super::status::schema::StatusSchemas;
+use super::{Config, Shared};
+use crate::clock::system_clock;
+use crate::telemetry::Metrics;
+
+/// A client whose requests go nowhere (a tower-test mock nobody answers).
+pub fn client() -> kube::Client {
+    let (service, _handle) =
+        tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+    kube::Client::new(service, "default")
+}
+
+/// `Shared` with the default settings, the system clock and fresh metrics.
+pub fn shared() -> Arc<Shared> {
+    Arc::new(Shared {
+        client: client(),
+        config: Config::new("cfssl-system"),
+        clock: system_clock(),
+        metrics: Arc::new(Metrics::default()),
+        status_schemas: StatusSchemas::default(),
+    })
+}
