@@ -1,7 +1,5 @@
 //! Tests of the request watch filter and of what the controller forgets.
 
-use std::sync::Arc;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use kube::runtime::reflector;
 use serde_json::json;

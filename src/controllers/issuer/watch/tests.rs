@@ -1,7 +1,5 @@
 //! Tests of what the issuer watches forget and pass on.
 
-use std::sync::Arc;
-
 use super::*;
 use crate::api::{Issuer, IssuerSpec};
 use crate::cfssl::{AuthKey, ClientConfig};
