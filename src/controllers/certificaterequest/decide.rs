@@ -11,6 +11,8 @@ use crate::controllers::signing::once::Held;
 use crate::pki::Chain;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 /// The parts of a CertificateRequest the contract looks at.

@@ -12,6 +12,8 @@ use crate::controllers::signing::{IssuerName, Readiness};
 use crate::pki::Chain;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 /// The parts of a CSR the decision looks at.

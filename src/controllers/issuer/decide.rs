@@ -131,6 +131,9 @@ pub fn plan<K: AnyIssuer>(
 }
 
 #[cfg(test)]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use kube::runtime::events::EventType;
     use serde_json::json;
