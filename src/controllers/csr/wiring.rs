@@ -162,22 +162,58 @@ mod tests {
             names.sort();
             names
         };
-        // (row, issuer namespace, issuer name, namespaced signers on, want)
-        type Row<'a> = (&'a str, Option<&'a str>, &'a str, bool, &'a [&'a str]);
-        let cases: [Row<'_>; 5] = [
-            ("ClusterIssuer ca", None, "ca", true, &["unapproved", "waiting"]),
-            ("Issuer apps/ca", Some("apps"), "ca", true, &["namespaced"]),
-            (
-                "Issuer apps/ca, namespaced signers off",
-                Some("apps"),
-                "ca",
-                false,
-                &[],
-            ),
-            ("Issuer other/ca", Some("other"), "ca", true, &[]),
-            ("ClusterIssuer nobody names", None, "nobody", true, &[]),
+        struct Case {
+            row: &'static str,
+            namespace: Option<&'static str>,
+            name: &'static str,
+            namespaced: bool,
+            want: &'static [&'static str],
+        }
+        let cases = [
+            Case {
+                row: "ClusterIssuer ca",
+                namespace: None,
+                name: "ca",
+                namespaced: true,
+                want: &["unapproved", "waiting"],
+            },
+            Case {
+                row: "Issuer apps/ca",
+                namespace: Some("apps"),
+                name: "ca",
+                namespaced: true,
+                want: &["namespaced"],
+            },
+            Case {
+                row: "Issuer apps/ca, namespaced signers off",
+                namespace: Some("apps"),
+                name: "ca",
+                namespaced: false,
+                want: &[],
+            },
+            Case {
+                row: "Issuer other/ca",
+                namespace: Some("other"),
+                name: "ca",
+                namespaced: true,
+                want: &[],
+            },
+            Case {
+                row: "ClusterIssuer nobody names",
+                namespace: None,
+                name: "nobody",
+                namespaced: true,
+                want: &[],
+            },
         ];
-        for (row, namespace, name, namespaced, want) in cases {
+        for Case {
+            row,
+            namespace,
+            name,
+            namespaced,
+            want,
+        } in cases
+        {
             assert_eq!(
                 names(csrs_for(&store, namespace, name, namespaced)),
                 want,

@@ -169,90 +169,105 @@ mod tests {
         let bad_bundle = CfsslError::CaBundle("no PEM certificate in it".into());
         use ReadyReason::*;
         use Retry::{Backoff, Interval};
-        // (row, observation, ready, reason, message, retry)
-        let cases: Vec<(&str, Observation, bool, ReadyReason, &str, Retry)> = vec![
-            (
-                "healthy",
-                Observation::Check(Ok(())),
-                true,
-                Checked,
-                "the CA accepted the label, profile and key",
-                Interval,
-            ),
-            (
-                "secret missing",
-                Observation::Secret(&missing),
-                false,
-                SecretNotFound,
-                "Secret ns/creds not found",
-                Backoff,
-            ),
-            (
-                "secret without key",
-                Observation::Secret(&no_key),
-                false,
-                InvalidCredentials,
-                "Secret ns/creds has no \"key\" entry",
-                Backoff,
-            ),
-            (
-                "key not hex",
-                Observation::Secret(&not_hex),
-                false,
-                InvalidCredentials,
-                "Secret ns/creds: not hex",
-                Backoff,
-            ),
-            (
-                "secret unreadable",
-                Observation::Secret(&forbidden),
-                false,
-                Pending,
-                "cannot read Secret ns/creds: Error finding newline character",
-                Backoff,
-            ),
-            (
-                "wrong key",
-                Observation::Check(Err(&wrong_key)),
-                false,
-                InvalidCredentials,
-                "authsign at http://ca (label \"l\") refused: invalid token (HTTP 400, code 1)",
-                Backoff,
-            ),
-            (
-                "unknown profile",
-                Observation::Check(Err(&bad_profile)),
-                false,
-                InvalidConfig,
-                "authsign at http://ca (label \"l\") refused: invalid profile (HTTP 400, code 1)",
-                Backoff,
-            ),
-            (
-                "TLS trust",
-                Observation::Check(Err(&tls)),
-                false,
-                TlsError,
-                "info at https://ca (label \"l\"): TLS failure: unknown issuer",
-                Backoff,
-            ),
-            (
-                "CA down",
-                Observation::Check(Err(&down)),
-                false,
-                CaUnreachable,
-                "info at http://ca (label \"l\"): cannot reach the CA: connection refused",
-                Backoff,
-            ),
-            (
-                "bad CA bundle",
-                Observation::Client(&bad_bundle),
-                false,
-                TlsError,
-                "invalid CA bundle: no PEM certificate in it",
-                Backoff,
-            ),
+        struct Case<'a> {
+            name: &'static str,
+            observation: Observation<'a>,
+            ready: bool,
+            reason: ReadyReason,
+            message: &'static str,
+            retry: Retry,
+        }
+        let cases = vec![
+            Case {
+                name: "healthy",
+                observation: Observation::Check(Ok(())),
+                ready: true,
+                reason: Checked,
+                message: "the CA accepted the label, profile and key",
+                retry: Interval,
+            },
+            Case {
+                name: "secret missing",
+                observation: Observation::Secret(&missing),
+                ready: false,
+                reason: SecretNotFound,
+                message: "Secret ns/creds not found",
+                retry: Backoff,
+            },
+            Case {
+                name: "secret without key",
+                observation: Observation::Secret(&no_key),
+                ready: false,
+                reason: InvalidCredentials,
+                message: "Secret ns/creds has no \"key\" entry",
+                retry: Backoff,
+            },
+            Case {
+                name: "key not hex",
+                observation: Observation::Secret(&not_hex),
+                ready: false,
+                reason: InvalidCredentials,
+                message: "Secret ns/creds: not hex",
+                retry: Backoff,
+            },
+            Case {
+                name: "secret unreadable",
+                observation: Observation::Secret(&forbidden),
+                ready: false,
+                reason: Pending,
+                message: "cannot read Secret ns/creds: Error finding newline character",
+                retry: Backoff,
+            },
+            Case {
+                name: "wrong key",
+                observation: Observation::Check(Err(&wrong_key)),
+                ready: false,
+                reason: InvalidCredentials,
+                message: "authsign at http://ca (label \"l\") refused: invalid token (HTTP 400, code 1)",
+                retry: Backoff,
+            },
+            Case {
+                name: "unknown profile",
+                observation: Observation::Check(Err(&bad_profile)),
+                ready: false,
+                reason: InvalidConfig,
+                message: "authsign at http://ca (label \"l\") refused: invalid profile (HTTP 400, code 1)",
+                retry: Backoff,
+            },
+            Case {
+                name: "TLS trust",
+                observation: Observation::Check(Err(&tls)),
+                ready: false,
+                reason: TlsError,
+                message: "info at https://ca (label \"l\"): TLS failure: unknown issuer",
+                retry: Backoff,
+            },
+            Case {
+                name: "CA down",
+                observation: Observation::Check(Err(&down)),
+                ready: false,
+                reason: CaUnreachable,
+                message: "info at http://ca (label \"l\"): cannot reach the CA: connection refused",
+                retry: Backoff,
+            },
+            Case {
+                name: "bad CA bundle",
+                observation: Observation::Client(&bad_bundle),
+                ready: false,
+                reason: TlsError,
+                message: "invalid CA bundle: no PEM certificate in it",
+                retry: Backoff,
+            },
         ];
-        for (row, observation, ready, reason, message, retry) in cases {
+        for Case {
+            name: row,
+            observation,
+            ready,
+            reason,
+            message,
+            retry,
+        } in cases
+        {
             let want = Verdict {
                 ready,
                 reason,
@@ -395,45 +410,51 @@ mod tests {
                 action: "Check",
             })
         };
-        // (row, issuer, verdict, schema, want)
-        let cases: Vec<(&str, Issuer, Verdict, ObservedGeneration, Plan<Infallible>)> = vec![
-            (
-                "first check, healthy",
-                issuer(2, None),
-                checked("ok"),
-                Declared,
-                Plan {
+        struct Case {
+            name: &'static str,
+            issuer: Issuer,
+            verdict: Verdict,
+            schema: ObservedGeneration,
+            want: Plan<Infallible>,
+        }
+        let cases = vec![
+            Case {
+                name: "first check, healthy",
+                issuer: issuer(2, None),
+                verdict: checked("ok"),
+                schema: Declared,
+                want: Plan {
                     status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
                     "message": "ok", "lastTransitionTime": "2026-11-22T10:00:00Z", "observedGeneration": 2})),
                     event: normal("ok"),
                     next: Next::After(interval),
                 },
-            ),
-            (
-                "unchanged: nothing written",
-                issuer(2, Some(ready_before.clone())),
-                checked("ok"),
-                Declared,
-                Plan::idle(Next::After(interval)),
-            ),
-            (
-                "new generation: rewritten, transition time kept",
-                issuer(3, Some(ready_before.clone())),
-                checked("ok"),
-                Declared,
-                Plan {
+            },
+            Case {
+                name: "unchanged: nothing written",
+                issuer: issuer(2, Some(ready_before.clone())),
+                verdict: checked("ok"),
+                schema: Declared,
+                want: Plan::idle(Next::After(interval)),
+            },
+            Case {
+                name: "new generation: rewritten, transition time kept",
+                issuer: issuer(3, Some(ready_before.clone())),
+                verdict: checked("ok"),
+                schema: Declared,
+                want: Plan {
                     status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
                     "message": "ok", "lastTransitionTime": "2026-11-22T09:00:00Z", "observedGeneration": 3})),
                     event: normal("ok"),
                     next: Next::After(interval),
                 },
-            ),
-            (
-                "goes down: transition now, backoff",
-                issuer(2, Some(ready_before)),
-                down("refused"),
-                Declared,
-                Plan {
+            },
+            Case {
+                name: "goes down: transition now, backoff",
+                issuer: issuer(2, Some(ready_before)),
+                verdict: down("refused"),
+                schema: Declared,
+                want: Plan {
                     status: apply(
                         json!({"type": "Ready", "status": "False", "reason": "CAUnreachable",
                     "message": "refused", "lastTransitionTime": "2026-11-22T10:00:00Z", "observedGeneration": 2}),
@@ -441,23 +462,23 @@ mod tests {
                     event: warning("refused"),
                     next: Next::Backoff,
                 },
-            ),
-            (
-                "still down, same words: nothing written",
-                issuer(2, Some(down_before.clone())),
-                down("down"),
-                Declared,
-                Plan::idle(Next::Backoff),
-            ),
-            (
-                "ready over http: the Event is a Warning",
-                issuer(2, None),
-                Verdict {
+            },
+            Case {
+                name: "still down, same words: nothing written",
+                issuer: issuer(2, Some(down_before.clone())),
+                verdict: down("down"),
+                schema: Declared,
+                want: Plan::idle(Next::Backoff),
+            },
+            Case {
+                name: "ready over http: the Event is a Warning",
+                issuer: issuer(2, None),
+                verdict: Verdict {
                     insecure: true,
                     ..checked("ok; but http://ca is plain http://")
                 },
-                Declared,
-                Plan {
+                schema: Declared,
+                want: Plan {
                     status: apply(json!({"type": "Ready", "status": "True", "reason": "Checked",
                     "message": "ok; but http://ca is plain http://", "lastTransitionTime": "2026-11-22T10:00:00Z",
                     "observedGeneration": 2})),
@@ -469,13 +490,13 @@ mod tests {
                     }),
                     next: Next::After(interval),
                 },
-            ),
-            (
-                "Go CRD: no observedGeneration",
-                issuer(2, None),
-                down("x"),
-                NotDeclared,
-                Plan {
+            },
+            Case {
+                name: "Go CRD: no observedGeneration",
+                issuer: issuer(2, None),
+                verdict: down("x"),
+                schema: NotDeclared,
+                want: Plan {
                     status: apply(
                         json!({"type": "Ready", "status": "False", "reason": "CAUnreachable",
                     "message": "x", "lastTransitionTime": "2026-11-22T10:00:00Z"}),
@@ -483,9 +504,16 @@ mod tests {
                     event: warning("x"),
                     next: Next::Backoff,
                 },
-            ),
+            },
         ];
-        for (row, issuer, verdict, schema, want) in cases {
+        for Case {
+            name: row,
+            issuer,
+            verdict,
+            schema,
+            want,
+        } in cases
+        {
             assert_eq!(plan(&issuer, &verdict, schema, now, interval), want, "{row}");
         }
     }

@@ -255,75 +255,93 @@ mod tests {
         };
         let saved_7 = saved(Some("7"));
         let saved_unknown = saved(None);
-        // (row, entry, observed resourceVersion, observed has certificate, want)
-        type Row<'a> = (&'a str, Option<&'a Signing>, Option<&'a str>, bool, (Held, bool));
-        let cases: Vec<Row> = vec![
-            ("nothing held", None, Some("5"), false, (Held::Nothing, false)),
-            (
-                "in flight stays",
-                Some(&Signing::InFlight),
-                Some("5"),
-                true,
-                (Held::InFlight, false),
-            ),
-            (
-                "unsaved, stale cache",
-                Some(&unsaved),
-                Some("5"),
-                false,
-                (Held::Unsaved(chain.clone()), false),
-            ),
-            (
-                "unsaved, but the write landed after all",
-                Some(&unsaved),
-                Some("8"),
-                true,
-                (Held::Nothing, true),
-            ),
-            (
-                "saved, stale cache",
-                Some(&saved_7),
-                Some("5"),
-                false,
-                (Held::Saved, false),
-            ),
-            (
-                "saved, stale cache without a version",
-                Some(&saved_7),
-                None,
-                false,
-                (Held::Saved, false),
-            ),
-            (
-                "saved, cache shows the write",
-                Some(&saved_7),
-                Some("7"),
-                false,
-                (Held::Nothing, true),
-            ),
-            (
-                "saved, cache shows a later write",
-                Some(&saved_7),
-                Some("9"),
-                true,
-                (Held::Nothing, true),
-            ),
-            (
-                "saved, version unknown, stale",
-                Some(&saved_unknown),
-                None,
-                false,
-                (Held::Saved, false),
-            ),
-            (
-                "saved, version unknown, certificate seen",
-                Some(&saved_unknown),
-                Some("3"),
-                true,
-                (Held::Nothing, true),
-            ),
+        struct Case<'a> {
+            name: &'static str,
+            entry: Option<&'a Signing>,
+            version: Option<&'static str>,
+            has_certificate: bool,
+            want: (Held, bool),
+        }
+        let cases = vec![
+            Case {
+                name: "nothing held",
+                entry: None,
+                version: Some("5"),
+                has_certificate: false,
+                want: (Held::Nothing, false),
+            },
+            Case {
+                name: "in flight stays",
+                entry: Some(&Signing::InFlight),
+                version: Some("5"),
+                has_certificate: true,
+                want: (Held::InFlight, false),
+            },
+            Case {
+                name: "unsaved, stale cache",
+                entry: Some(&unsaved),
+                version: Some("5"),
+                has_certificate: false,
+                want: (Held::Unsaved(chain.clone()), false),
+            },
+            Case {
+                name: "unsaved, but the write landed after all",
+                entry: Some(&unsaved),
+                version: Some("8"),
+                has_certificate: true,
+                want: (Held::Nothing, true),
+            },
+            Case {
+                name: "saved, stale cache",
+                entry: Some(&saved_7),
+                version: Some("5"),
+                has_certificate: false,
+                want: (Held::Saved, false),
+            },
+            Case {
+                name: "saved, stale cache without a version",
+                entry: Some(&saved_7),
+                version: None,
+                has_certificate: false,
+                want: (Held::Saved, false),
+            },
+            Case {
+                name: "saved, cache shows the write",
+                entry: Some(&saved_7),
+                version: Some("7"),
+                has_certificate: false,
+                want: (Held::Nothing, true),
+            },
+            Case {
+                name: "saved, cache shows a later write",
+                entry: Some(&saved_7),
+                version: Some("9"),
+                has_certificate: true,
+                want: (Held::Nothing, true),
+            },
+            Case {
+                name: "saved, version unknown, stale",
+                entry: Some(&saved_unknown),
+                version: None,
+                has_certificate: false,
+                want: (Held::Saved, false),
+            },
+            Case {
+                name: "saved, version unknown, certificate seen",
+                entry: Some(&saved_unknown),
+                version: Some("3"),
+                has_certificate: true,
+                want: (Held::Nothing, true),
+            },
         ];
-        for (row, entry, version, has_certificate, want) in cases {
+        for Case {
+            name: row,
+            entry,
+            version,
+            has_certificate,
+            want,
+        } in cases
+        {
             assert_eq!(hold(entry, version, has_certificate), want, "{row}");
         }
     }

@@ -94,115 +94,122 @@ fn step_table() {
         event: WaitReason::IssuerNotFound,
         message: message.into(),
     };
-    // (row, step, request, held, announced, want)
-    let cases: Vec<(&str, Step, RequestView, Held, bool, Decision)> = vec![
-        (
-            "leave",
-            Step::Leave,
-            fresh.clone(),
-            Held::Nothing,
-            false,
-            decision(None, None, Next::AwaitChange, memo(Over, none, false)),
-        ),
-        (
-            "waiting since an unknown time: one Event, no write",
-            Step::WaitForApproval,
-            fresh.clone(),
-            Held::Nothing,
-            false,
-            decision(
+    struct Case {
+        name: &'static str,
+        step: Step,
+        request: RequestView,
+        held: Held,
+        announced: bool,
+        want: Decision,
+    }
+    let cases = vec![
+        Case {
+            name: "leave",
+            step: Step::Leave,
+            request: fresh.clone(),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(None, None, Next::AwaitChange, memo(Over, none, false)),
+        },
+        Case {
+            name: "waiting since an unknown time: one Event, no write",
+            step: Step::WaitForApproval,
+            request: fresh.clone(),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 None,
                 notice(Normal, "WaitingForApproval", WAITING),
                 Next::AwaitChange,
                 memo(Announced, none, false),
             ),
-        ),
-        (
-            "waiting 2 s: no Event yet, look again when it has waited 5 s",
-            Step::WaitForApproval,
-            RequestView {
+        },
+        Case {
+            name: "waiting 2 s: no Event yet, look again when it has waited 5 s",
+            step: Step::WaitForApproval,
+            request: RequestView {
                 created: Some(at("2026-11-22T09:59:58Z")),
                 ..fresh.clone()
             },
-            Held::Nothing,
-            false,
-            decision(
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 None,
                 None,
                 Next::After(Duration::from_secs(3)),
                 memo(Unchanged, none, false),
             ),
-        ),
-        (
-            "waited 5 s: one Event, no write",
-            Step::WaitForApproval,
-            RequestView {
+        },
+        Case {
+            name: "waited 5 s: one Event, no write",
+            step: Step::WaitForApproval,
+            request: RequestView {
                 created: Some(at("2026-11-22T09:59:55Z")),
                 ..fresh.clone()
             },
-            Held::Nothing,
-            false,
-            decision(
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 None,
                 notice(Normal, "WaitingForApproval", WAITING),
                 Next::AwaitChange,
                 memo(Announced, none, false),
             ),
-        ),
-        (
-            "still waiting: nothing",
-            Step::WaitForApproval,
-            fresh.clone(),
-            Held::Nothing,
-            true,
-            decision(None, None, Next::AwaitChange, memo(Unchanged, none, false)),
-        ),
-        (
-            "denied",
-            Step::Deny,
-            fresh.clone(),
-            Held::Nothing,
-            false,
-            decision(
+        },
+        Case {
+            name: "still waiting: nothing",
+            step: Step::WaitForApproval,
+            request: fresh.clone(),
+            held: Held::Nothing,
+            announced: true,
+            want: decision(None, None, Next::AwaitChange, memo(Unchanged, none, false)),
+        },
+        Case {
+            name: "denied",
+            step: Step::Deny,
+            request: fresh.clone(),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 apply("False", "Denied", DENIED, NOW, json!({"failureTime": NOW})),
                 notice(Warning, "Denied", DENIED),
                 Next::AwaitChange,
                 memo(Over, none, false),
             ),
-        ),
-        (
-            "denied again: the first failure time stays",
-            Step::Deny,
-            failed_before,
-            Held::Nothing,
-            false,
-            decision(
+        },
+        Case {
+            name: "denied again: the first failure time stays",
+            step: Step::Deny,
+            request: failed_before,
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 apply("False", "Denied", DENIED, NOW, json!({"failureTime": EARLIER})),
                 notice(Warning, "Denied", DENIED),
                 Next::AwaitChange,
                 memo(Over, none, false),
             ),
-        ),
-        (
-            "rejected while pending: still False since earlier",
-            Step::Reject("bad".into()),
-            pending("p"),
-            Held::Nothing,
-            false,
-            decision(
+        },
+        Case {
+            name: "rejected while pending: still False since earlier",
+            step: Step::Reject("bad".into()),
+            request: pending("p"),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 apply("False", "Failed", "bad", EARLIER, json!({"failureTime": NOW})),
                 notice(Warning, "PermanentError", "bad"),
                 Next::AwaitChange,
                 memo(Over, none, false),
             ),
-        ),
-        (
-            "write lost: the kept chain, held once written",
-            Step::ConfirmIssued,
-            pending("p"),
-            Held::Unsaved(chain(Some("ROOT"))),
-            false,
-            decision(
+        },
+        Case {
+            name: "write lost: the kept chain, held once written",
+            step: Step::ConfirmIssued,
+            request: pending("p"),
+            held: Held::Unsaved(chain(Some("ROOT"))),
+            announced: false,
+            want: decision(
                 apply(
                     "True",
                     "Issued",
@@ -214,51 +221,59 @@ fn step_table() {
                 Next::AwaitChange,
                 memo(Over, none, true),
             ),
-        ),
-        (
-            "certificate seen without Ready: the observed chain",
-            Step::ConfirmIssued,
-            observed,
-            Held::Nothing,
-            false,
-            decision(
+        },
+        Case {
+            name: "certificate seen without Ready: the observed chain",
+            step: Step::ConfirmIssued,
+            request: observed,
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 apply("True", "Issued", FETCHED, NOW, json!({"certificate": "TEVBRg=="})),
                 notice(Normal, "Issued", FETCHED),
                 Next::AwaitChange,
                 memo(Over, none, false),
             ),
-        ),
-        (
-            "waiting for the issuer, said already: nothing",
-            wait("gone"),
-            pending("gone"),
-            Held::Nothing,
-            false,
-            decision(None, None, Next::AwaitChange, memo(Over, none, false)),
-        ),
-        (
-            "waiting for the issuer, news",
-            wait("gone"),
-            pending("p"),
-            Held::Nothing,
-            false,
-            decision(
+        },
+        Case {
+            name: "waiting for the issuer, said already: nothing",
+            step: wait("gone"),
+            request: pending("gone"),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(None, None, Next::AwaitChange, memo(Over, none, false)),
+        },
+        Case {
+            name: "waiting for the issuer, news",
+            step: wait("gone"),
+            request: pending("p"),
+            held: Held::Nothing,
+            announced: false,
+            want: decision(
                 apply("False", "Pending", "gone", EARLIER, json!({})),
                 notice(Normal, "IssuerNotFound", "gone"),
                 Next::AwaitChange,
                 memo(Over, none, false),
             ),
-        ),
-        (
-            "sign",
-            Step::Sign(issuer),
-            fresh,
-            Held::Nothing,
-            false,
-            decision(None, None, Next::Work(Work::Sign), memo(Over, none, false)),
-        ),
+        },
+        Case {
+            name: "sign",
+            step: Step::Sign(issuer),
+            request: fresh,
+            held: Held::Nothing,
+            announced: false,
+            want: decision(None, None, Next::Work(Work::Sign), memo(Over, none, false)),
+        },
     ];
-    for (row, step, request, held, announced, want) in cases {
+    for Case {
+        name: row,
+        step,
+        request,
+        held,
+        announced,
+        want,
+    } in cases
+    {
         assert_eq!(for_step(step, &request, &held, announced, at(NOW)), want, "{row}");
     }
 }
