@@ -114,8 +114,8 @@ pub fn retry_key(controller: &str, crt: &Certificate) -> String {
     format!("{controller}/{}", crt.uid().unwrap_or_default())
 }
 
-/// The error policy every Certificate controller shares: log, then retry with back-off.
-pub fn error_policy(
+/// What every Certificate controller's `error_policy` does: log, then retry with back-off.
+pub fn log_and_retry(
     controller: &'static str,
     crt: &Certificate,
     err: &Error,

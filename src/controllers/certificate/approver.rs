@@ -89,7 +89,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
     Ok(Action::await_change())
 }
 
-pub fn on_error(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
     tracing::warn!(request = %crate::controllers::kit::plan::describe(&*cr), error = %err, "approval failed");
     ctx.retry(format!("approver/{}", cr.uid().unwrap_or_default()))
 }

@@ -18,7 +18,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, Resource, ResourceExt};
 
 use self::decide::{Decision, Facts, Write};
-use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{
@@ -207,8 +207,8 @@ async fn password(
     Ok(keystore_password(kind, literal, secret_ref, secret.as_ref()))
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::status::document;
-use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
@@ -310,8 +310,8 @@ async fn act(ctx: &CertificateContext, crt: &Certificate, work: &Work) -> Result
     }
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use x509_parser::prelude::FromDer;
 
 pub use self::build::{annotations_to_copy, request, request_name};
 use super::observe::{self, current_revision, revision_of};
-use super::{CertificateContext, Error, acts_on, error_policy};
+use super::{CertificateContext, Error, acts_on, log_and_retry};
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::decode;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
@@ -210,8 +210,8 @@ async fn publish(ctx: &CertificateContext, crt: &Certificate, notice: Notice) {
     ctx.events.publish(&notice, &crt.object_ref(&())).await;
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

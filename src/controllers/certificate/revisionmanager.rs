@@ -7,7 +7,7 @@ use kube::runtime::controller::Action;
 use kube::{Api, ResourceExt};
 
 use super::observe::{self, revision_of};
-use super::{CertificateContext, Error, acts_on, error_policy};
+use super::{CertificateContext, Error, acts_on, log_and_retry};
 use crate::api::certmanager::{Certificate, CertificateRequest, READY};
 
 const NAME: &str = "revisionmanager";
@@ -45,8 +45,8 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     Ok(Action::await_change())
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]
