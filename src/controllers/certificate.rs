@@ -35,7 +35,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
-use super::kit::plan::{self, Next, Plan, Target};
+use super::kit::plan::{self, FullPlan, Next, Target};
 use super::kit::secrets::SecretIndex;
 use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
@@ -86,12 +86,13 @@ impl CertificateContext {
     }
 }
 
-/// Carries out `plan`'s status apply and Event on `crt` as `manager`; hands `next` back.
+/// Carries out `plan` (its writes, status apply and Event) on `crt` as `manager`; hands `next`
+/// back.
 pub async fn execute<W>(
     ctx: &CertificateContext,
     crt: &Certificate,
     manager: FieldManager,
-    plan: Plan<W>,
+    plan: impl Into<FullPlan<W>>,
 ) -> Result<Next<W>, Error> {
     let target = Target {
         client: &ctx.shared.client,
