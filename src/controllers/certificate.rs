@@ -125,15 +125,3 @@ pub fn log_and_retry(
     tracing::warn!(controller, certificate = %observe::describe(crt), error = %err, "reconcile failed");
     ctx.retry(retry_key(controller, crt))
 }
-
-/// Deletes `name`; one already gone is fine.
-pub async fn delete_ignoring_missing<K>(api: &kube::Api<K>, name: &str) -> Result<(), Error>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &kube::api::DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(source) => Err(Error::api("deleting", format!("{} {name}", K::kind(&())))(source)),
-    }
-}
