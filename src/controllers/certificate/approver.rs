@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::observe::{controlled_by, is_ours};
 use super::{CertificateContext, Error};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{
     APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED,
 };
@@ -50,7 +51,7 @@ fn approval(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp
     }
     let approved = CertificateRequestCondition {
         type_: APPROVED.to_string(),
-        status: "True".to_string(),
+        status: ConditionStatus::True.as_str().to_string(),
         reason: REASON.to_string(),
         message: MESSAGE.to_string(),
         last_transition_time: Some(Time(now)),

@@ -23,6 +23,7 @@ use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
 use crate::certificates::matching::private_key_matches_spec;
+use crate::certificates::rotation::RotationPolicy;
 use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
@@ -146,11 +147,7 @@ fn create(facts: &Facts<'_>, named: Option<String>) -> FullPlan<KeyNeeded> {
         status,
         spec,
     };
-    let never = crt
-        .spec
-        .private_key
-        .as_ref()
-        .is_some_and(|k| k.rotation_policy == "Never");
+    let never = reuses_key(crt);
     let existing = facts.target.map(secret_key).filter(|k| !k.is_empty());
     match (never, existing) {
         (true, Some(pem)) => reuse(facts, new, pem),
@@ -226,6 +223,11 @@ fn make(crt: &Certificate, name: &str, pem: &[u8], announce: Announce) -> Write 
     Write::create(&key_secret(crt, name, pem.to_vec()), IfTaken::Done, announce)
 }
 
+/// Whether `crt` keeps the key already in its Secret (`rotationPolicy: Never`).
+fn reuses_key(crt: &Certificate) -> bool {
+    RotationPolicy::of(crt.spec.private_key.as_ref()) == Some(RotationPolicy::Never)
+}
+
 /// The Secret's `tls.key`; empty when absent.
 fn secret_key(secret: &Secret) -> &[u8] {
     data_of(secret, data::TLS_KEY)
@@ -260,11 +262,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let owned = observe::next_key_secrets(&ctx, &crt);
-    let never = crt
-        .spec
-        .private_key
-        .as_ref()
-        .is_some_and(|k| k.rotation_policy == "Never");
+    let never = reuses_key(&crt);
     let target = if never && owned.is_empty() && crt.has_true(ISSUING) {
         observe::target_secret(&ctx, &crt).await?
     } else {

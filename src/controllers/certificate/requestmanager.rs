@@ -19,6 +19,7 @@ use x509_parser::prelude::FromDer;
 pub use self::build::{annotations_to_copy, request, request_name};
 use super::observe::{self, current_revision, revision_of};
 use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::decode;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
@@ -129,7 +130,7 @@ pub fn csr_has_key(cr: &CertificateRequest, key: &Key) -> bool {
 pub fn failed_before_issuing(crt: &Certificate, cr: &CertificateRequest) -> bool {
     let failed = cr
         .condition(READY)
-        .is_some_and(|c| c.status == "False" && c.reason == REASON_FAILED);
+        .is_some_and(|c| c.status == ConditionStatus::False.as_str() && c.reason == REASON_FAILED);
     let began = crt
         .condition(ISSUING)
         .and_then(|c| c.last_transition_time.as_ref())

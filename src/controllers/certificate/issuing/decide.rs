@@ -14,6 +14,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use super::super::observe::{current_revision, revision_of};
 use super::super::requestmanager::{csr_has_key, failed_before_issuing};
 use super::super::status::{condition, document, time};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{
     Certificate, CertificateRequest, DENIED, INVALID_REQUEST, ISSUING, READY, REASON_FAILED, REASON_ISSUED,
 };
@@ -177,7 +178,10 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     if failed_before_issuing(crt, cr) {
         return Decision::idle();
     }
-    let true_condition = |t: &str| cr.condition(t).filter(|c| c.status == "True");
+    let true_condition = |t: &str| {
+        cr.condition(t)
+            .filter(|c| c.status == ConditionStatus::True.as_str())
+    };
     // Denied wins over a Ready a non-compliant issuer set anyway, then InvalidRequest.
     if let Some(c) = true_condition(DENIED).or_else(|| true_condition(INVALID_REQUEST)) {
         return failed(facts, &c.reason, &c.message);
