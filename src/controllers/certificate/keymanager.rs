@@ -246,7 +246,7 @@ pub fn key_secret(crt: &Certificate, name: &str, pem: Vec<u8>) -> Secret {
             labels: Some(labels),
             annotations: Some(BTreeMap::from([(
                 observe::KEY_REVISION.to_string(),
-                (observe::current_revision(crt) + 1).to_string(),
+                observe::next_revision(crt).to_string(),
             )])),
             owner_references: Some(vec![certificate_owner_reference(crt)]),
             ..ObjectMeta::default()

@@ -17,7 +17,7 @@ use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer;
 
 pub use self::build::{annotations_to_copy, request, request_name};
-use super::observe::{self, current_revision, revision_of};
+use super::observe::{self, next_revision, revision_of};
 use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
@@ -58,7 +58,7 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     if !private_key_matches_spec(key, &crt.spec).is_empty() {
         return idle;
     }
-    let next = current_revision(crt) + 1;
+    let next = next_revision(crt);
     let mut writes = Vec::new();
     let mut kept = 0;
     for cr in &facts.requests {

@@ -11,7 +11,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::super::observe::{current_revision, revision_of};
+use super::super::observe::{next_revision, revision_of};
 use super::super::requestmanager::{csr_has_key, failed_before_issuing};
 use super::super::status::{condition, document, time};
 use crate::api::ConditionStatus;
@@ -165,7 +165,7 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     else {
         return Decision::idle();
     };
-    let next = current_revision(crt) + 1;
+    let next = next_revision(crt);
     let matching: Vec<&&CertificateRequest> = facts
         .requests
         .iter()
@@ -197,7 +197,7 @@ fn issuing(facts: &Facts<'_>) -> Decision {
 fn failed(facts: &Facts<'_>, reason: &str, message: &str) -> Decision {
     let crt = facts.certificate;
     let status = crt.status.clone().unwrap_or_default();
-    let attempts = status.failed_issuance_attempts.unwrap_or(0) + 1;
+    let attempts = status.failed_issuance_attempts.unwrap_or(0).saturating_add(1);
     let message = format!("The certificate request has failed to complete and will be retried: {message}");
     let issuing = condition(crt, ISSUING, false, reason, &message, facts.now);
     let mut doc = Map::new();
