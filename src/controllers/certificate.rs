@@ -23,6 +23,8 @@ pub mod trigger;
 mod wiring;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod testing;
 
 use k8s_openapi::api::core::v1::Secret;
