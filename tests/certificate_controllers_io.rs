@@ -1,7 +1,8 @@
 //! The standalone Certificate controllers' act steps, request by request against a scripted
 //! API server (tower-test): each writes under its own field manager (`cfssl-issuer-<name>`),
 //! status by server-side apply with force, Secrets by create (the next key) or apply with force
-//! (the issued Secret), and reads the target Secret live only when the cache lacks it.
+//! (the issued Secret, before the status), requests by create, deletes by name and UID, and
+//! reads the target Secret live only when the cache lacks it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests stop at the first surprise
 
@@ -11,7 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
-use cfssl_issuer::controllers::certificate::{CertificateContext, Settings, approver, keymanager, trigger};
+use cfssl_issuer::controllers::certificate::{
+    CertificateContext, Settings, approver, issuing, keymanager, readiness, requestmanager, revisionmanager,
+    trigger,
+};
+use cfssl_issuer::pki::keys::{Encoding, Key, KeySpec};
 use http::{Method, StatusCode};
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
@@ -48,8 +53,16 @@ fn ctx(
     certificates: Vec<Certificate>,
     requests: Vec<CertificateRequest>,
 ) -> (Arc<CertificateContext>, ApiHandle) {
+    ctx_with_secrets(certificates, requests, vec![])
+}
+
+fn ctx_with_secrets(
+    certificates: Vec<Certificate>,
+    requests: Vec<CertificateRequest>,
+    secrets: Vec<Secret>,
+) -> (Arc<CertificateContext>, ApiHandle) {
     let (contexts, handle) = context(vec![], vec![]);
-    let stores = (store(certificates), store(requests), store(Vec::<Secret>::new()));
+    let stores = (store(certificates), store(requests), store(secrets));
     (
         Arc::new(CertificateContext::new(
             contexts.shared.clone(),
@@ -179,6 +192,246 @@ async fn the_approver_applies_approved_as_its_own_manager() {
     );
     assert_eq!(body["status"]["conditions"][0]["type"], "Approved");
     answer(send, StatusCode::OK, &body);
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+const REQUESTS: &str = "/apis/cert-manager.io/v1/namespaces/apps/certificaterequests";
+
+/// An issuing Certificate whose next key Secret (named in status, made by the key manager) is
+/// cached, and that key.
+fn issuing_with_key() -> (Certificate, Secret, Key) {
+    let issuing = json!([{"type": "Issuing", "status": "True", "reason": "DoesNotExist"}]);
+    let mut crt = certificate(issuing, json!({}));
+    let name = keymanager::next_key_name(&crt);
+    crt.status.as_mut().unwrap().next_private_key_secret_name = Some(name.clone());
+    let key = Key::generate(KeySpec::Ecdsa(256)).unwrap();
+    let pem = key.to_pem(Encoding::Pkcs8).unwrap().into_bytes();
+    let secret = keymanager::key_secret(&crt, &name, pem);
+    (crt, secret, key)
+}
+
+/// The next Event: its reason and note.
+async fn event_note(handle: &mut ApiHandle) -> (String, String) {
+    let (method, uri, body, send) = next(handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::POST, "/apis/events.k8s.io/v1/namespaces/apps/events?")
+    );
+    answer(send, StatusCode::CREATED, &body);
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    (text(&body["reason"]), text(&body["note"]))
+}
+
+/// Issuing with the next key ready and no request: the request for revision 1 is created by
+/// the request manager, then the Event names it.
+#[tokio::test]
+async fn the_request_manager_creates_the_request_as_its_own_manager() {
+    let (crt, secret, _) = issuing_with_key();
+    let (ctx, mut handle) = ctx_with_secrets(vec![crt.clone()], vec![], vec![secret]);
+    let task = tokio::spawn(requestmanager::reconcile(Arc::new(crt), ctx.clone()));
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri),
+        (
+            Method::POST,
+            format!("{REQUESTS}?&fieldManager=cfssl-issuer-requestmanager")
+        )
+    );
+    assert_eq!(body["metadata"]["name"], "web-1");
+    assert_eq!(
+        body["metadata"]["annotations"]["cert-manager.io/certificate-revision"],
+        "1"
+    );
+    answer(send, StatusCode::CREATED, &body);
+    assert_eq!(
+        event_note(&mut handle).await,
+        (
+            "Requested".into(),
+            "Created new CertificateRequest resource \"web-1\"".into()
+        )
+    );
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+/// The request's name is taken by one another Certificate of that name left behind: it is
+/// read, found not ours, and the request is made under a generated name, which the Event
+/// gives.
+#[tokio::test]
+async fn a_request_name_taken_by_another_is_worked_around() {
+    let (crt, secret, _) = issuing_with_key();
+    let (ctx, mut handle) = ctx_with_secrets(vec![crt.clone()], vec![], vec![secret]);
+    let task = tokio::spawn(requestmanager::reconcile(Arc::new(crt), ctx.clone()));
+    let (method, _, first, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, &first["metadata"]["name"]),
+        (Method::POST, &json!("web-1"))
+    );
+    answer(
+        send,
+        StatusCode::CONFLICT,
+        &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "AlreadyExists", "code": 409}),
+    );
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!((method, uri), (Method::GET, format!("{REQUESTS}/web-1")));
+    let mut theirs = first.clone();
+    theirs["metadata"]["ownerReferences"][0]["uid"] = "uid-of-an-earlier-web".into();
+    answer(send, StatusCode::OK, &theirs);
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri),
+        (
+            Method::POST,
+            format!("{REQUESTS}?&fieldManager=cfssl-issuer-requestmanager")
+        )
+    );
+    assert_eq!(
+        (&body["metadata"]["name"], &body["metadata"]["generateName"]),
+        (&Value::Null, &json!("web-1-"))
+    );
+    let mut made = body.clone();
+    made["metadata"]["name"] = "web-1-x7k2p".into();
+    answer(send, StatusCode::CREATED, &made);
+    assert_eq!(
+        event_note(&mut handle).await,
+        (
+            "Requested".into(),
+            "Created new CertificateRequest resource \"web-1-x7k2p\"".into()
+        )
+    );
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+/// The request of the next revision signed: the target Secret (not cached, read live) is
+/// applied by the issuing controller first, then the status ending the issuance, then the Event.
+#[tokio::test]
+async fn issuing_applies_the_secret_then_the_status_as_its_own_manager() {
+    let (crt, secret, key) = issuing_with_key();
+    let mut cr = requestmanager::request(&crt, &key, 1, &secret.metadata.name.clone().unwrap(), &[]).unwrap();
+    let pair = rcgen::KeyPair::from_pem(&key.to_pem(Encoding::Pkcs8).unwrap()).unwrap();
+    let chain = rcgen::CertificateParams::new(vec!["web.example.com".to_string()])
+        .unwrap()
+        .self_signed(&pair)
+        .unwrap()
+        .pem();
+    cr.status = serde_json::from_value(json!({
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Issued"}],
+        "certificate": k8s_openapi::ByteString(chain.into_bytes()),
+    }))
+    .unwrap();
+    let (ctx, mut handle) = ctx_with_secrets(vec![crt.clone()], vec![cr], vec![secret]);
+    let task = tokio::spawn(issuing::reconcile(Arc::new(crt), ctx.clone()));
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/apps/secrets/web-tls")
+    );
+    not_found(send);
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (
+            Method::PATCH,
+            "/api/v1/namespaces/apps/secrets/web-tls?&force=true&fieldManager=cfssl-issuer-issuing"
+        )
+    );
+    assert_eq!(
+        (&body["kind"], &body["type"]),
+        (&json!("Secret"), &json!("kubernetes.io/tls"))
+    );
+    assert!(body["data"]["tls.crt"].is_string(), "{body}");
+    answer(send, StatusCode::OK, &body);
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri),
+        (
+            Method::PATCH,
+            format!("{CERTIFICATE}/status?&force=true&fieldManager=cfssl-issuer-issuing")
+        )
+    );
+    assert_eq!(
+        (
+            &body["status"]["revision"],
+            &body["status"]["conditions"][0]["reason"]
+        ),
+        (&json!(1), &json!("Issued"))
+    );
+    answer(send, StatusCode::OK, &body);
+    expect_event(&mut handle, "apps", "Issuing").await;
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+/// No Secret (read live): readiness applies `Ready=False` as its own manager, and no Event.
+#[tokio::test]
+async fn readiness_applies_ready_as_its_own_manager() {
+    let crt = certificate(json!([]), json!({}));
+    let (ctx, mut handle) = ctx(vec![crt.clone()], vec![]);
+    let task = tokio::spawn(readiness::reconcile(Arc::new(crt), ctx.clone()));
+    let (method, uri, _, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri.as_str()),
+        (Method::GET, "/api/v1/namespaces/apps/secrets/web-tls")
+    );
+    not_found(send);
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!(
+        (method, uri),
+        (
+            Method::PATCH,
+            format!("{CERTIFICATE}/status?&force=true&fieldManager=cfssl-issuer-readiness")
+        )
+    );
+    assert_eq!(
+        (
+            &body["status"]["conditions"][0]["type"],
+            &body["status"]["conditions"][0]["status"]
+        ),
+        (&json!("Ready"), &json!("False"))
+    );
+    answer(send, StatusCode::OK, &body);
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+/// Ready with two revisions and the default history of one: the older request is deleted by
+/// name and UID; a precondition the API server refuses (another request under that name now)
+/// is not an error.
+#[tokio::test]
+async fn the_revision_manager_deletes_an_old_request_by_uid() {
+    let crt = certificate(
+        json!([{"type": "Ready", "status": "True", "reason": "Ready"}]),
+        json!({}),
+    );
+    let owned = |name: &str, revision: &str| {
+        let mut cr = request(name, cfssl_issuer::api::GROUP, "Issuer", json!([]));
+        cr.metadata.owner_references = Some(vec![
+            cfssl_issuer::certificates::secret::certificate_owner_reference(&crt),
+        ]);
+        cr.metadata.annotations = Some(
+            [(
+                "cert-manager.io/certificate-revision".to_string(),
+                revision.to_string(),
+            )]
+            .into(),
+        );
+        cr
+    };
+    let (ctx, mut handle) = ctx(vec![crt.clone()], vec![owned("web-1", "1"), owned("web-2", "2")]);
+    let task = tokio::spawn(revisionmanager::reconcile(Arc::new(crt), ctx.clone()));
+    let (method, uri, body, send) = next(&mut handle).await;
+    assert_eq!((method, uri), (Method::DELETE, format!("{REQUESTS}/web-1?")));
+    assert_eq!(
+        (&body["propagationPolicy"], &body["preconditions"]),
+        (&json!("Background"), &json!({"uid": "uid-web-1"}))
+    );
+    answer(
+        send,
+        StatusCode::CONFLICT,
+        &json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Conflict", "code": 409}),
+    );
     finish(task).await.unwrap();
     no_more_requests(&mut handle).await;
 }

@@ -9,5 +9,6 @@ pub mod keys;
 pub mod matching;
 pub mod policy;
 pub mod renewal;
+pub mod rotation;
 pub mod secret;
 pub mod validation;

@@ -23,6 +23,8 @@ pub mod trigger;
 mod wiring;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod testing;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -35,7 +37,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
-use super::kit::plan::{self, Next, Plan, Target};
+use super::kit::plan::{self, FullPlan, Next, Target};
 use super::kit::secrets::SecretIndex;
 use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
@@ -86,12 +88,13 @@ impl CertificateContext {
     }
 }
 
-/// Carries out `plan`'s status apply and Event on `crt` as `manager`; hands `next` back.
+/// Carries out `plan` (its writes, status apply and Event) on `crt` as `manager`; hands `next`
+/// back.
 pub async fn execute<W>(
     ctx: &CertificateContext,
     crt: &Certificate,
     manager: FieldManager,
-    plan: Plan<W>,
+    plan: impl Into<FullPlan<W>>,
 ) -> Result<Next<W>, Error> {
     let target = Target {
         client: &ctx.shared.client,
@@ -114,8 +117,8 @@ pub fn retry_key(controller: &str, crt: &Certificate) -> String {
     format!("{controller}/{}", crt.uid().unwrap_or_default())
 }
 
-/// The error policy every Certificate controller shares: log, then retry with back-off.
-pub fn error_policy(
+/// What every Certificate controller's `error_policy` does: log, then retry with back-off.
+pub fn log_and_retry(
     controller: &'static str,
     crt: &Certificate,
     err: &Error,
@@ -123,16 +126,4 @@ pub fn error_policy(
 ) -> Action {
     tracing::warn!(controller, certificate = %observe::describe(crt), error = %err, "reconcile failed");
     ctx.retry(retry_key(controller, crt))
-}
-
-/// Deletes `name`; one already gone is fine.
-pub async fn delete_ignoring_missing<K>(api: &kube::Api<K>, name: &str) -> Result<(), Error>
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    match api.delete(name, &kube::api::DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-        Err(source) => Err(Error::api("deleting", format!("{} {name}", K::kind(&())))(source)),
-    }
 }

@@ -15,17 +15,33 @@ use serde_json::{Value, json};
 
 use super::observe::{controlled_by, is_ours};
 use super::{CertificateContext, Error};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{
     APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED,
 };
+use crate::controllers::kit::plan::{self, Next, Plan, Target, requeue};
 use crate::controllers::kit::status::{self, FieldManager};
 
 /// The reason and message of the approval.
 pub const REASON: &str = "cfssl-issuer.wikimedia.org";
 pub const MESSAGE: &str = "Certificate request has been approved by cfssl-issuer (standalone mode)";
 
+/// The approver's plan: approve `cr` when it is ours to; look again after the back-off when
+/// its Certificate is not cached yet ([`owner_not_seen_yet`]).
+pub fn decide(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Plan<()> {
+    match approval(cr, owner, now) {
+        Some(body) => Plan {
+            status: Some(body),
+            event: None,
+            next: Next::AwaitChange,
+        },
+        None if owner_not_seen_yet(cr, owner) => Plan::idle(Next::Backoff),
+        None => Plan::idle(Next::AwaitChange),
+    }
+}
+
 /// The status apply approving `cr`, or `None` when it is not ours to approve.
-pub fn decide(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Option<Value> {
+fn approval(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Option<Value> {
     if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
         return None;
     }
@@ -35,7 +51,7 @@ pub fn decide(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timesta
     }
     let approved = CertificateRequestCondition {
         type_: APPROVED.to_string(),
-        status: "True".to_string(),
+        status: ConditionStatus::True.as_str().to_string(),
         reason: REASON.to_string(),
         message: MESSAGE.to_string(),
         last_transition_time: Some(Time(now)),
@@ -72,24 +88,22 @@ fn owner_not_seen_yet(cr: &CertificateRequest, owner: Option<&Certificate>) -> b
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
     let owner = owner(&ctx, &cr);
     let key = format!("approver/{}", cr.uid().unwrap_or_default());
-    let Some(body) = decide(&cr, owner.as_deref(), ctx.shared.now()) else {
-        if owner_not_seen_yet(&cr, owner.as_deref()) {
-            return Ok(ctx.retry(key));
-        }
-        ctx.settled(&key);
-        return Ok(Action::await_change());
+    let plan = decide(&cr, owner.as_deref(), ctx.shared.now());
+    let target = Target {
+        client: &ctx.shared.client,
+        object: &*cr,
+        manager: FieldManager::APPROVER,
+        events: &ctx.events,
     };
-    status::apply(&ctx.shared.client, &*cr, FieldManager::APPROVER, &body)
-        .await
-        .map_err(Error::api(
-            "approving",
-            crate::controllers::kit::plan::describe(&*cr),
-        ))?;
+    let (_, next) = plan::execute(target, plan).await?;
+    if next == Next::Backoff {
+        return Ok(ctx.retry(key));
+    }
     ctx.settled(&key);
-    Ok(Action::await_change())
+    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 
-pub fn on_error(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
     tracing::warn!(request = %crate::controllers::kit::plan::describe(&*cr), error = %err, "approval failed");
     ctx.retry(format!("approver/{}", cr.uid().unwrap_or_default()))
 }

@@ -12,40 +12,30 @@ use std::sync::Arc;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::PostParams;
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::{Api, Resource, ResourceExt};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::status::document;
-use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
 use crate::certificates::matching::private_key_matches_spec;
+use crate::certificates::rotation::RotationPolicy;
 use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
 use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::{Encoding, Key, KeySpec};
 
 const NAME: &str = "keymanager";
 
-/// Where the next key comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Generate(KeySpec),
-    /// `rotationPolicy: Never`: the target Secret's key, as PEM.
-    Reuse(Vec<u8>),
-}
-
-/// The key manager's writes besides status: Secrets to delete, and one to create.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Work {
-    pub delete: Vec<String>,
-    pub create: Option<(String, Source)>,
-}
+/// What the key manager needs before it can plan a new key Secret: a fresh key of this spec.
+/// The reconcile makes one and decides again with it in [`Facts::generated`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyNeeded(pub KeySpec);
 
 /// What the key manager decides from.
 #[derive(Debug, Clone)]
@@ -55,6 +45,8 @@ pub struct Facts<'a> {
     pub owned: Vec<&'a Secret>,
     /// The target Secret, read only with `rotationPolicy: Never`.
     pub target: Option<&'a Secret>,
+    /// A key made for this decision (PKCS#8 PEM), once a plan asked for one.
+    pub generated: Option<&'a [u8]>,
 }
 
 /// The deterministic name of a Certificate's next-key Secret.
@@ -65,47 +57,52 @@ pub fn next_key_name(crt: &Certificate) -> String {
     format!("{}-{}", prefix.trim_end_matches(['-', '.']), &digest[..8])
 }
 
-/// The key manager's plan.
-pub fn decide(facts: &Facts<'_>) -> Plan<Work> {
+/// The key manager's plan. The name goes into status before its Secret is made (the Secret's
+/// watch event then finds it named) and out of status before its Secret goes.
+pub fn decide(facts: &Facts<'_>) -> FullPlan<KeyNeeded> {
     let crt = facts.certificate;
     let named = crt
         .status
         .as_ref()
         .and_then(|s| s.next_private_key_secret_name.clone());
-    let names_of = |secrets: &[&Secret]| secrets.iter().map(|s| s.name_any()).collect::<Vec<_>>();
     if !crt.has_true(ISSUING) {
-        return Plan {
+        let plan = Plan {
             status: named.is_some().then(|| document(json!({}))),
             event: None,
-            next: work(Work {
-                delete: names_of(&facts.owned),
-                create: None,
-            }),
+            next: Next::AwaitChange,
         };
+        return plan.followed_by(deletes(&facts.owned));
     }
     match facts.owned.as_slice() {
         [] => create(facts, named),
         [one] => check(facts, one, named),
         many => {
-            let extra = many.iter().filter(|s| Some(s.name_any()) != named).copied();
-            Plan::idle(work(Work {
-                delete: names_of(&extra.collect::<Vec<_>>()),
-                create: None,
-            }))
+            let extra: Vec<&Secret> = many
+                .iter()
+                .filter(|s| Some(s.name_any()) != named)
+                .copied()
+                .collect();
+            Plan::idle(Next::AwaitChange).followed_by(deletes(&extra))
         }
     }
 }
 
+fn deletes(secrets: &[&Secret]) -> Vec<Write> {
+    secrets.iter().map(|s| Write::delete(*s)).collect()
+}
+
 /// One key Secret exists: adopt it, keep it, or delete it (one made for an earlier issuance).
-fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> Plan<Work> {
-    let delete = || {
-        work(Work {
-            delete: vec![secret.name_any()],
-            create: None,
-        })
+fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> FullPlan<KeyNeeded> {
+    let delete = |event| {
+        let plan = Plan {
+            status: None,
+            event,
+            next: Next::AwaitChange,
+        };
+        plan.followed_by(deletes(&[secret]))
     };
     if observe::made_for_another_revision(secret, facts.certificate) {
-        return Plan::idle(delete());
+        return delete(None);
     }
     let Some(named) = named else {
         let status = document(json!({ "nextPrivateKeySecretName": secret.name_any() }));
@@ -113,63 +110,89 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> Plan<Work
             status: Some(status),
             event: None,
             next: Next::AwaitChange,
-        };
+        }
+        .into();
     };
     if named != secret.name_any() {
-        return Plan::idle(delete());
+        return delete(None);
     }
     let Ok(key) = Key::from_pem(secret_key(secret)) else {
-        return Plan::idle(delete());
+        return delete(None);
     };
     let violations = private_key_matches_spec(&key, &facts.certificate.spec);
     if violations.is_empty() {
-        return Plan::idle(Next::AwaitChange);
+        return FullPlan::idle(Next::AwaitChange);
     }
     let note = format!(
         "Regenerating private key due to change in fields: {}",
         go_list(&violations)
     );
-    Plan {
-        status: None,
-        event: Some(Notice::normal("Deleted", "KeyManager", &note)),
-        next: delete(),
-    }
+    delete(Some(Notice::normal("Deleted", "KeyManager", &note)))
 }
 
 /// No key Secret of this Certificate yet: make one under the derived name, from a new key or
 /// (`Never`) the target Secret's. A name in status that is not one of its key Secrets (another
 /// Certificate's, or any Secret someone pointed it at) is replaced, never used.
-fn create(facts: &Facts<'_>, named: Option<String>) -> Plan<Work> {
+fn create(facts: &Facts<'_>, named: Option<String>) -> FullPlan<KeyNeeded> {
     let crt = facts.certificate;
     let name = next_key_name(crt);
     let status = (named.as_deref() != Some(name.as_str()))
         .then(|| document(json!({ "nextPrivateKeySecretName": name })));
     // Validation reports a bad key spec on Ready; nothing to make.
     let Ok(spec) = KeySpec::of(crt.spec.private_key.as_ref()) else {
-        return Plan::idle(Next::AwaitChange);
+        return FullPlan::idle(Next::AwaitChange);
     };
-    let generate = |event| Plan {
-        status: status.clone(),
-        event,
-        next: work(Work {
-            delete: Vec::new(),
-            create: Some((name.clone(), Source::Generate(spec))),
-        }),
+    let new = NewKey {
+        name: &name,
+        status,
+        spec,
     };
-    let never = crt
-        .spec
-        .private_key
-        .as_ref()
-        .is_some_and(|k| k.rotation_policy == "Never");
+    let never = reuses_key(crt);
     let existing = facts.target.map(secret_key).filter(|k| !k.is_empty());
-    let (true, Some(pem)) = (never, existing) else {
-        return generate(None);
+    match (never, existing) {
+        (true, Some(pem)) => reuse(facts, new, pem),
+        _ => fresh_key(facts, new, None),
+    }
+}
+
+/// The key Secret to make: its name, the status naming it (when status does not yet), the key.
+struct NewKey<'a> {
+    name: &'a str,
+    status: Option<serde_json::Value>,
+    spec: KeySpec,
+}
+
+/// The key Secret made from a fresh key; first, the fresh key.
+fn fresh_key(facts: &Facts<'_>, new: NewKey<'_>, event: Option<Notice>) -> FullPlan<KeyNeeded> {
+    let Some(pem) = facts.generated else {
+        return FullPlan::idle(Next::Work(KeyNeeded(new.spec)));
     };
+    let note = "Stored new private key in temporary Secret resource ";
+    let announce = Announce {
+        made: Some(Notice::normal("Generated", "KeyManager", note)),
+        refused: None,
+    };
+    let plan = Plan {
+        status: new.status,
+        event,
+        next: Next::AwaitChange,
+    };
+    plan.followed_by(vec![make(facts.certificate, new.name, pem, announce)])
+}
+
+/// `rotationPolicy: Never`: the key Secret made from the target Secret's key `pem`, when it
+/// decodes (else a fresh one) and matches the spec (else nothing, and why).
+fn reuse(facts: &Facts<'_>, new: NewKey<'_>, pem: &[u8]) -> FullPlan<KeyNeeded> {
+    let crt = facts.certificate;
     let secret_name = &crt.spec.secret_name;
     let Ok(key) = Key::from_pem(pem) else {
         let note =
             format!("Failed to decode private key stored in Secret {secret_name:?} - generating new key");
-        return generate(Some(Notice::warning("DecodeFailed", "KeyManager", &note)));
+        return fresh_key(
+            facts,
+            new,
+            Some(Notice::warning("DecodeFailed", "KeyManager", &note)),
+        );
     };
     let violations = private_key_matches_spec(&key, &crt.spec);
     if !violations.is_empty() {
@@ -182,25 +205,27 @@ fn create(facts: &Facts<'_>, named: Option<String>) -> Plan<Work> {
             status: None,
             event,
             next: Next::AwaitChange,
-        };
+        }
+        .into();
     }
     let note = format!("Reusing private key stored in existing Secret resource {secret_name:?}");
-    Plan {
-        status,
+    let plan = Plan {
+        status: new.status,
         event: Some(Notice::normal("Reused", "KeyManager", &note)),
-        next: work(Work {
-            delete: Vec::new(),
-            create: Some((name, Source::Reuse(pem.to_vec()))),
-        }),
-    }
+        next: Next::AwaitChange,
+    };
+    plan.followed_by(vec![make(crt, new.name, pem, Announce::default())])
 }
 
-fn work(work: Work) -> Next<Work> {
-    if work == Work::default() {
-        Next::AwaitChange
-    } else {
-        Next::Work(work)
-    }
+/// The create of the key Secret `name` holding `pem`. One already there was made by an
+/// earlier attempt: the next reconcile checks it.
+fn make(crt: &Certificate, name: &str, pem: &[u8], announce: Announce) -> Write {
+    Write::create(&key_secret(crt, name, pem.to_vec()), IfTaken::Done, announce)
+}
+
+/// Whether `crt` keeps the key already in its Secret (`rotationPolicy: Never`).
+fn reuses_key(crt: &Certificate) -> bool {
+    RotationPolicy::of(crt.spec.private_key.as_ref()) == Some(RotationPolicy::Never)
 }
 
 /// The Secret's `tls.key`; empty when absent.
@@ -221,7 +246,7 @@ pub fn key_secret(crt: &Certificate, name: &str, pem: Vec<u8>) -> Secret {
             labels: Some(labels),
             annotations: Some(BTreeMap::from([(
                 observe::KEY_REVISION.to_string(),
-                (observe::current_revision(crt) + 1).to_string(),
+                observe::next_revision(crt).to_string(),
             )])),
             owner_references: Some(vec![certificate_owner_reference(crt)]),
             ..ObjectMeta::default()
@@ -237,81 +262,42 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let owned = observe::next_key_secrets(&ctx, &crt);
-    let never = crt
-        .spec
-        .private_key
-        .as_ref()
-        .is_some_and(|k| k.rotation_policy == "Never");
+    let never = reuses_key(&crt);
     let target = if never && owned.is_empty() && crt.has_true(ISSUING) {
         observe::target_secret(&ctx, &crt).await?
     } else {
         None
     };
-    let facts = Facts {
+    let fresh: Vec<u8>;
+    let mut facts = Facts {
         certificate: &crt,
         owned: owned.iter().map(AsRef::as_ref).collect(),
         target: target.as_ref(),
+        generated: None,
     };
-    let plan = decide(&facts);
-    let next = execute(&ctx, &crt, FieldManager::KEY_MANAGER, plan).await?;
-    if let Next::Work(work) = &next {
-        act(&ctx, &crt, work).await?;
+    let mut plan = decide(&facts);
+    if let Next::Work(KeyNeeded(spec)) = plan.plan.next {
+        fresh = generate(&crt, spec)?;
+        facts.generated = Some(&fresh);
+        plan = decide(&facts);
     }
+    let next = execute(&ctx, &crt, FieldManager::KEY_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 
-async fn act(ctx: &CertificateContext, crt: &Certificate, work: &Work) -> Result<(), Error> {
-    let namespace = crt.namespace().unwrap_or_default();
-    let api = Api::<Secret>::namespaced(ctx.shared.client.clone(), &namespace);
-    for name in &work.delete {
-        super::delete_ignoring_missing(&api, name).await?;
-    }
-    let Some((name, source)) = &work.create else {
-        return Ok(());
+/// A new private key of `spec`, as PKCS#8 PEM.
+fn generate(crt: &Certificate, spec: KeySpec) -> Result<Vec<u8>, Error> {
+    let failed = |source| Error::Key {
+        object: observe::describe(crt),
+        source,
     };
-    let pem = match source {
-        Source::Reuse(pem) => pem.clone(),
-        Source::Generate(spec) => {
-            let key = Key::generate(*spec).map_err(|source| Error::Key {
-                object: observe::describe(crt),
-                source,
-            })?;
-            let pem = key.to_pem(Encoding::Pkcs8).map_err(|source| Error::Key {
-                object: observe::describe(crt),
-                source,
-            })?;
-            pem.into_bytes()
-        }
-    };
-    let secret = key_secret(crt, name, pem);
-    let params = PostParams {
-        field_manager: Some(FieldManager::KEY_MANAGER.as_str().to_string()),
-        ..PostParams::default()
-    };
-    match api.create(&params, &secret).await {
-        Ok(_) => {
-            let note = format!("Stored new private key in temporary Secret resource {name:?}");
-            if matches!(source, Source::Generate(_)) {
-                ctx.events
-                    .publish(
-                        &Notice::normal("Generated", "KeyManager", &note),
-                        &crt.object_ref(&()),
-                    )
-                    .await;
-            }
-            Ok(())
-        }
-        // Made by an earlier attempt: the next reconcile checks it.
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
-        Err(source) => Err(Error::api("creating Secret", format!("{namespace}/{name}"))(
-            source,
-        )),
-    }
+    let key = Key::generate(spec).map_err(failed)?;
+    Ok(key.to_pem(Encoding::Pkcs8).map_err(failed)?.into_bytes())
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

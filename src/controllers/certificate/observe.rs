@@ -41,6 +41,12 @@ pub fn current_revision(crt: &Certificate) -> i64 {
     crt.status.as_ref().and_then(|s| s.revision).unwrap_or(0)
 }
 
+/// The revision the next issuance makes. Saturating: a status written by hand with the largest
+/// revision must not overflow a reconcile.
+pub fn next_revision(crt: &Certificate) -> i64 {
+    current_revision(crt).saturating_add(1)
+}
+
 /// The requests `crt` controls, from the cache.
 pub fn owned_requests(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<CertificateRequest>> {
     let namespace = crt.namespace();
@@ -91,7 +97,7 @@ pub fn made_for_another_revision(secret: &Secret, crt: &Certificate) -> bool {
     secret
         .annotations()
         .get(KEY_REVISION)
-        .is_some_and(|r| r.parse::<i64>().ok() != Some(current_revision(crt) + 1))
+        .is_some_and(|r| r.parse::<i64>().ok() != Some(next_revision(crt)))
 }
 
 /// The Secret `status.nextPrivateKeySecretName` names, if it is one of `crt`'s key Secrets,
@@ -165,7 +171,6 @@ pub fn chain_input(
     requests: &[Arc<CertificateRequest>],
     now: k8s_openapi::jiff::Timestamp,
 ) -> Input {
-    let revision = current_revision(crt);
     let current = crt
         .status
         .as_ref()
@@ -175,7 +180,7 @@ pub fn chain_input(
         certificate: crt.clone(),
         secret,
         current_request: current,
-        next_request: for_revision(requests, revision + 1),
+        next_request: for_revision(requests, next_revision(crt)),
         now,
     }
 }

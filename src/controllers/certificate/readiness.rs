@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use serde_json::{Map, Value, json};
 
 use super::status::{Times, condition, document, time, times};
-use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, READY};
 use crate::certificates::policy::checks::Input;
 use crate::certificates::policy::{chains::READINESS, evaluate, reason};
@@ -112,8 +112,8 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     Ok(requeue(&next, || Duration::from_secs(1)))
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -11,33 +11,24 @@ mod build;
 
 use std::sync::Arc;
 
-use kube::api::PostParams;
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer;
 
 pub use self::build::{annotations_to_copy, request, request_name};
-use super::observe::{self, current_revision, revision_of};
-use super::{CertificateContext, Error, acts_on, error_policy};
+use super::observe::{self, next_revision, revision_of};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::decode;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
 use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::Key;
 
 const NAME: &str = "requestmanager";
-
-/// What to do besides status (the request manager writes none).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Work {
-    /// Requests to delete, by name.
-    pub delete: Vec<String>,
-    /// The revision to create a request for.
-    pub create: Option<i64>,
-}
 
 /// What the request manager decides from.
 #[derive(Debug, Clone)]
@@ -45,41 +36,76 @@ pub struct Facts<'a> {
     pub certificate: &'a Certificate,
     /// The next private key, from the Secret status names (trusted per #9224).
     pub next_key: Option<&'a Key>,
+    /// The name of that Secret, recorded on the request.
+    pub key_secret: &'a str,
     /// The requests the Certificate controls.
     pub requests: Vec<&'a CertificateRequest>,
+    /// The annotation prefixes copied from the Certificate to its requests.
+    pub prefixes: &'a [String],
 }
 
-/// The request manager's plan.
-pub fn decide(facts: &Facts<'_>) -> Plan<Work> {
+/// The request manager's plan: the requests to delete, then the one to create. It writes no
+/// status.
+pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     let crt = facts.certificate;
+    let idle = FullPlan::idle(Next::AwaitChange);
     if !crt.has_true(ISSUING) {
-        return Plan::idle(Next::AwaitChange);
+        return idle;
     }
     let Some(key) = facts.next_key else {
-        return Plan::idle(Next::AwaitChange);
+        return idle;
     };
     if !private_key_matches_spec(key, &crt.spec).is_empty() {
-        return Plan::idle(Next::AwaitChange);
+        return idle;
     }
-    let next = current_revision(crt) + 1;
-    let mut work = Work::default();
+    let next = next_revision(crt);
+    let mut writes = Vec::new();
     let mut kept = 0;
     for cr in &facts.requests {
         match revision_of(cr) {
-            None => work.delete.push(cr.name_any()),
+            None => writes.push(Write::delete(*cr)),
             Some(revision) if revision != next => {}
             Some(_) if keep(crt, cr, key) => kept += 1,
-            Some(_) => work.delete.push(cr.name_any()),
+            Some(_) => writes.push(Write::delete(*cr)),
         }
     }
-    if kept == 0 {
-        work.create = Some(next);
+    if kept > 0 {
+        return Plan::idle(Next::AwaitChange).preceded_by(writes);
     }
-    if work == Work::default() {
-        Plan::idle(Next::AwaitChange)
-    } else {
-        Plan::idle(Next::Work(work))
+    match request(crt, key, next, facts.key_secret, facts.prefixes) {
+        Ok(cr) => {
+            writes.push(create(crt, &cr));
+            Plan::idle(Next::AwaitChange).preceded_by(writes)
+        }
+        Err(err) => {
+            let note = format!("Failed to generate CSR: {err} - will not retry");
+            let plan = Plan {
+                status: None,
+                event: Some(Notice::warning("RequestFailed", "Request", &note)),
+                next: Next::AwaitChange,
+            };
+            plan.preceded_by(writes)
+        }
     }
+}
+
+/// The create of `cr`. Its name taken by a request this Certificate does not control (left by
+/// an earlier Certificate of the same name), it is made under a generated name instead.
+fn create(crt: &Certificate, cr: &CertificateRequest) -> Write {
+    let announce = Announce {
+        made: Some(Notice::normal(
+            "Requested",
+            "Request",
+            "Created new CertificateRequest resource ",
+        )),
+        refused: Some(Notice::warning(
+            "RequestFailed",
+            "Request",
+            "Failed to create CertificateRequest: ",
+        )),
+    };
+    let owner = IfTaken::RenameUnlessControlledBy(crt.uid().unwrap_or_default());
+    Write::create(cr, owner, announce)
 }
 
 /// Whether a request for the next revision stays: it matches the spec and the next key, and
@@ -104,7 +130,7 @@ pub fn csr_has_key(cr: &CertificateRequest, key: &Key) -> bool {
 pub fn failed_before_issuing(crt: &Certificate, cr: &CertificateRequest) -> bool {
     let failed = cr
         .condition(READY)
-        .is_some_and(|c| c.status == "False" && c.reason == REASON_FAILED);
+        .is_some_and(|c| c.status == ConditionStatus::False.as_str() && c.reason == REASON_FAILED);
     let began = crt
         .condition(ISSUING)
         .and_then(|c| c.last_transition_time.as_ref())
@@ -123,95 +149,22 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let (secret, key) = observe::next_key(&ctx, &crt);
     let requests = observe::owned_requests(&ctx, &crt);
+    let key_secret = secret.map(|s| s.name_any()).unwrap_or_default();
     let facts = Facts {
         certificate: &crt,
         next_key: key.as_ref(),
+        key_secret: &key_secret,
         requests: requests.iter().map(AsRef::as_ref).collect(),
+        prefixes: &ctx.settings.copied_annotation_prefixes,
     };
     let plan = decide(&facts);
-    if let (Next::Work(work), Some(key), Some(secret)) = (&plan.next, &key, &secret) {
-        act(&ctx, &crt, work, key, &secret.name_any()).await?;
-    }
+    let next = execute(&ctx, &crt, FieldManager::REQUEST_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&plan.next, || std::time::Duration::from_secs(1)))
+    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 
-async fn act(
-    ctx: &CertificateContext,
-    crt: &Certificate,
-    work: &Work,
-    key: &Key,
-    key_secret: &str,
-) -> Result<(), Error> {
-    let namespace = crt.namespace().unwrap_or_default();
-    let api = Api::<CertificateRequest>::namespaced(ctx.shared.client.clone(), &namespace);
-    for name in &work.delete {
-        super::delete_ignoring_missing(&api, name).await?;
-    }
-    let Some(revision) = work.create else {
-        return Ok(());
-    };
-    let prefixes = &ctx.settings.copied_annotation_prefixes;
-    let cr = match request(crt, key, revision, key_secret, prefixes) {
-        Ok(cr) => cr,
-        Err(err) => {
-            let note = format!("Failed to generate CSR: {err} - will not retry");
-            publish(ctx, crt, Notice::warning("RequestFailed", "Request", &note)).await;
-            return Ok(());
-        }
-    };
-    create(ctx, crt, &api, cr).await
-}
-
-/// Creates `cr`; when its name is taken by a request this Certificate does not control (left
-/// by an earlier Certificate of the same name), creates it under a generated name instead.
-async fn create(
-    ctx: &CertificateContext,
-    crt: &Certificate,
-    api: &Api<CertificateRequest>,
-    mut cr: CertificateRequest,
-) -> Result<(), Error> {
-    let params = PostParams {
-        field_manager: Some(FieldManager::REQUEST_MANAGER.as_str().to_string()),
-        ..PostParams::default()
-    };
-    let name = cr.name_any();
-    let created = match api.create(&params, &cr).await {
-        Err(kube::Error::Api(status)) if status.code == 409 => {
-            let existing = api
-                .get_opt(&name)
-                .await
-                .map_err(Error::api("reading CertificateRequest", &name))?;
-            if existing.is_some_and(|e| observe::controlled_by(&e.metadata, crt)) {
-                return Ok(());
-            }
-            cr.metadata.generate_name = Some(format!("{name}-"));
-            cr.metadata.name = None;
-            api.create(&params, &cr).await
-        }
-        other => other,
-    };
-    match created {
-        Ok(made) => {
-            let note = format!("Created new CertificateRequest resource {:?}", made.name_any());
-            publish(ctx, crt, Notice::normal("Requested", "Request", &note)).await;
-            Ok(())
-        }
-        Err(source) => {
-            let note = format!("Failed to create CertificateRequest: {source}");
-            publish(ctx, crt, Notice::warning("RequestFailed", "Request", &note)).await;
-            Err(Error::api("creating CertificateRequest", name)(source))
-        }
-    }
-}
-
-async fn publish(ctx: &CertificateContext, crt: &Certificate, notice: Notice) {
-    use kube::Resource;
-    ctx.events.publish(&notice, &crt.object_ref(&())).await;
-}
-
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -3,29 +3,36 @@
 
 use std::sync::Arc;
 
+use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use kube::{Api, ResourceExt};
 
 use super::observe::{self, revision_of};
-use super::{CertificateContext, Error, acts_on, error_policy};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
 use crate::api::certmanager::{Certificate, CertificateRequest, READY};
+use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write, requeue};
+use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "revisionmanager";
 
-/// The requests to delete: the oldest revisions beyond the limit, once Ready.
-pub fn decide(crt: &Certificate, requests: &[&CertificateRequest]) -> Vec<String> {
+/// The revision manager's plan: once Ready, delete the requests of the oldest revisions
+/// beyond the limit.
+pub fn decide(crt: &Certificate, requests: &[&CertificateRequest]) -> FullPlan<()> {
     if !crt.has_true(READY) {
-        return Vec::new();
+        return FullPlan::idle(Next::AwaitChange);
     }
     let limit = crt.spec.revision_history_limit.map_or(1, |l| l.max(1));
     let limit = usize::try_from(limit).unwrap_or(1);
-    let mut revisions: Vec<(i64, String)> = requests
+    let mut revisions: Vec<(i64, String, &CertificateRequest)> = requests
         .iter()
-        .filter_map(|cr| revision_of(cr).map(|r| (r, cr.name_any())))
+        .filter_map(|cr| revision_of(cr).map(|r| (r, cr.name_any(), *cr)))
         .collect();
-    revisions.sort();
+    revisions.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     let extra = revisions.len().saturating_sub(limit);
-    revisions.into_iter().take(extra).map(|(_, name)| name).collect()
+    let doomed = revisions
+        .into_iter()
+        .take(extra)
+        .map(|(_, _, cr)| Write::delete(cr));
+    Plan::idle(Next::AwaitChange).preceded_by(doomed.collect())
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
@@ -33,20 +40,14 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);
-    let doomed = decide(&crt, &requests.iter().map(AsRef::as_ref).collect::<Vec<_>>());
-    let api = Api::<CertificateRequest>::namespaced(
-        ctx.shared.client.clone(),
-        &crt.namespace().unwrap_or_default(),
-    );
-    for name in doomed {
-        super::delete_ignoring_missing(&api, &name).await?;
-    }
+    let plan = decide(&crt, &requests.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+    let next = execute(&ctx, &crt, FieldManager::REVISION_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(Action::await_change())
+    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::api::WritableCondition;
 use crate::api::certmanager::{Certificate, CertificateCondition};
+use crate::api::{ConditionStatus, WritableCondition};
 use crate::certificates::decode;
 use crate::certificates::keys::data;
 use crate::certificates::policy::checks::renewal_time_for;
@@ -25,7 +25,7 @@ pub fn condition(
 ) -> CertificateCondition {
     CertificateCondition {
         type_: type_.to_string(),
-        status: if status { "True" } else { "False" }.to_string(),
+        status: ConditionStatus::from_bool(status).as_str().to_string(),
         reason: reason.to_string(),
         message: message.to_string(),
         last_transition_time: Some(Time(now)),

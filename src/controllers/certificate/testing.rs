@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::api::certmanager::{Certificate, CertificateCondition, CertificateStatus};
-use crate::controllers::kit::plan::Plan;
+use crate::controllers::kit::plan::{FullPlan, Plan, Write};
 
 /// The condition of `type_` a plan's status apply carries, as (status, reason, message).
 pub fn applied_condition<W>(plan: &Plan<W>, type_: &str) -> Option<(String, String, String)> {
@@ -47,4 +47,14 @@ pub fn with_condition(crt: Certificate, type_: &str, status: &str, reason: &str,
             ..CertificateCondition::default()
         });
     })
+}
+
+/// The names a plan deletes, in order.
+pub fn deleted<W>(plan: &FullPlan<W>) -> Vec<&str> {
+    plan.writes()
+        .filter_map(|w| match w {
+            Write::Delete { object, .. } => Some(object.name.as_str()),
+            _ => None,
+        })
+        .collect()
 }

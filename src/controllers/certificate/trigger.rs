@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::status::{condition, document};
-use super::{CertificateContext, Error, acts_on, error_policy, execute, observe};
+use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::matching::request_matches_spec;
 use crate::certificates::policy::checks::{Input, go_time};
@@ -169,8 +169,8 @@ fn facts(
     }
 }
 
-pub fn on_error(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
-    error_policy(NAME, &crt, err, &ctx)
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+    log_and_retry(NAME, &crt, err, &ctx)
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub struct StandaloneWatches {
 }
 
 type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Action, Error>>;
-type OnError = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Action;
+type ErrorPolicy = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Action;
 
 /// The Certificate controllers and the watches feeding them, ready to run.
 pub fn controllers(
@@ -54,25 +54,28 @@ pub fn controllers(
     let mut ctx = CertificateContext::new(shared, settings, stores);
     ctx.secret_names = wiring.secrets.index();
     let ctx = Arc::new(ctx);
-    let lifecycle: [(Reconcile, OnError); 6] = [
-        (|c, x| trigger::reconcile(c, x).boxed(), trigger::on_error),
-        (|c, x| keymanager::reconcile(c, x).boxed(), keymanager::on_error),
+    let lifecycle: [(Reconcile, ErrorPolicy); 6] = [
+        (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
+        (
+            |c, x| keymanager::reconcile(c, x).boxed(),
+            keymanager::error_policy,
+        ),
         (
             |c, x| requestmanager::reconcile(c, x).boxed(),
-            requestmanager::on_error,
+            requestmanager::error_policy,
         ),
-        (|c, x| issuing::reconcile(c, x).boxed(), issuing::on_error),
-        (|c, x| readiness::reconcile(c, x).boxed(), readiness::on_error),
+        (|c, x| issuing::reconcile(c, x).boxed(), issuing::error_policy),
+        (|c, x| readiness::reconcile(c, x).boxed(), readiness::error_policy),
         (
             |c, x| revisionmanager::reconcile(c, x).boxed(),
-            revisionmanager::on_error,
+            revisionmanager::error_policy,
         ),
     ];
     let mut out: Vec<BoxFuture<'static, ()>> = lifecycle
         .into_iter()
-        .map(|(reconcile, on_error)| {
+        .map(|(reconcile, error_policy)| {
             let meta = wiring.secrets.subscribe();
-            certificate_controller(wiring, &watches, meta, ctx.clone(), reconcile, on_error)
+            certificate_controller(wiring, &watches, meta, ctx.clone(), reconcile, error_policy)
         })
         .collect();
     if approve {
@@ -87,7 +90,7 @@ fn certificate_controller(
     meta: impl futures::Stream<Item = Arc<SecretMeta>> + Send + 'static,
     ctx: Arc<CertificateContext>,
     reconcile: Reconcile,
-    on_error: OnError,
+    error_policy: ErrorPolicy,
 ) -> BoxFuture<'static, ()> {
     let store = watches.certificates.store.clone();
     let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store.clone());
@@ -103,7 +106,7 @@ fn certificate_controller(
             certificates_for_secret(&for_meta, &s.metadata)
         })
         .graceful_shutdown_on(wiring.shutdown.clone())
-        .run(reconcile, on_error, ctx);
+        .run(reconcile, error_policy, ctx);
     drive(controller)
 }
 
@@ -112,7 +115,7 @@ fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFutu
         Controller::for_shared_stream(wiring.requests.subscribe(), wiring.requests.store.clone())
             .with_config(wiring.config.clone())
             .graceful_shutdown_on(wiring.shutdown.clone())
-            .run(approver::reconcile, approver::on_error, ctx);
+            .run(approver::reconcile, approver::error_policy, ctx);
     drive(controller)
 }
 

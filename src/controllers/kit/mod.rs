@@ -1,8 +1,8 @@
 //! The kit every controller is built from: settings ([`config`]), what all of them share
-//! ([`shared`]), the plan and its one executor ([`plan`]), status applies and the schema
-//! knowledge ([`status`]), Events ([`events`]), per-object backoff ([`backoff`]), the shared
-//! watches ([`wiring`]) and the Secret metadata feed ([`secrets`]). It uses nothing else of
-//! `controllers`.
+//! ([`shared`]), the plan and its one executor ([`plan`]) with the object writes a plan can
+//! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
+//! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
+//! Secret metadata feed ([`secrets`]). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
@@ -15,6 +15,7 @@ pub mod status;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod wiring;
+pub mod write;
 
 pub use self::config::{Config, CsrSettings, StandaloneSettings};
 pub use self::error::Error;

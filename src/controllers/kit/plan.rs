@@ -1,9 +1,11 @@
 //! The plan a controller's `decide` returns, and the one executor every controller acts with.
 //!
 //! A plan is a value: the status to apply (a whole apply document, or none when the object
-//! already says it), the Event to publish (or none), and what happens next. Tables assert
-//! plans exactly; [`execute`] only carries them out: apply, then publish, then hand `next` back
-//! for the controller to turn into a requeue or into more work.
+//! already says it), the Event to publish (or none), and what happens next. A controller that
+//! writes other objects too decides a [`FullPlan`]: the plan with its object writes
+//! ([`Write`]), some before the status, some after. Tables assert plans exactly; [`execute`]
+//! only carries them out: the writes before, the status apply, the writes after, the Event,
+//! then hands `next` back for the controller to turn into a requeue or into more work.
 
 use std::time::Duration;
 
@@ -14,6 +16,8 @@ use serde_json::Value;
 use super::Error;
 use super::events::{Events, Notice};
 use super::status::{self, FieldManager};
+use super::write::Writer;
+pub use super::write::{Announce, Create, IfTaken, Object, Write};
 
 /// What a controller decided for one object.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +51,53 @@ impl<W> Plan<W> {
             next,
         }
     }
+
+    /// This plan with `writes` carried out first, in order, before its status.
+    pub fn preceded_by(self, writes: Vec<Write>) -> FullPlan<W> {
+        FullPlan {
+            before_status: writes,
+            plan: self,
+            after_status: Vec::new(),
+        }
+    }
+
+    /// This plan with `writes` carried out in order after its status, before its Event.
+    pub fn followed_by(self, writes: Vec<Write>) -> FullPlan<W> {
+        FullPlan {
+            before_status: Vec::new(),
+            plan: self,
+            after_status: writes,
+        }
+    }
+}
+
+/// A plan with the object writes that go with it. A write that fails stops the plan there:
+/// what comes after it is not done, and the reconcile is retried.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FullPlan<W> {
+    /// Done first: what the status must not claim before it is written.
+    pub before_status: Vec<Write>,
+    pub plan: Plan<W>,
+    /// Done after the status apply, before the Event.
+    pub after_status: Vec<Write>,
+}
+
+impl<W> FullPlan<W> {
+    /// Nothing to write, nothing to say.
+    pub fn idle(next: Next<W>) -> Self {
+        Plan::idle(next).into()
+    }
+
+    /// Every write, in the order they are carried out (the status apply between the two).
+    pub fn writes(&self) -> impl Iterator<Item = &Write> {
+        self.before_status.iter().chain(&self.after_status)
+    }
+}
+
+impl<W> From<Plan<W>> for FullPlan<W> {
+    fn from(plan: Plan<W>) -> Self {
+        plan.preceded_by(Vec::new())
+    }
 }
 
 /// Where and as whom a plan is carried out.
@@ -57,12 +108,31 @@ pub struct Target<'a, K> {
     pub events: &'a Events,
 }
 
-/// Carries out the writes of `plan`: the status apply, then its Event. Returns the
-/// resourceVersion of the write (when there was one) and what comes next.
-pub async fn execute<K, W>(target: Target<'_, K>, plan: Plan<W>) -> Result<(Option<String>, Next<W>), Error>
+/// Carries out `plan` (a [`Plan`] or a [`FullPlan`]): the writes before the status, the status
+/// apply, the writes after it, then the Event. Returns the resourceVersion of the status write
+/// (when there was one) and what comes next.
+pub async fn execute<K, W>(
+    target: Target<'_, K>,
+    plan: impl Into<FullPlan<W>>,
+) -> Result<(Option<String>, Next<W>), Error>
 where
     K: Resource<DynamicType = ()>,
 {
+    let FullPlan {
+        before_status,
+        plan,
+        after_status,
+    } = plan.into();
+    let regarding = target.object.object_ref(&());
+    let writer = Writer {
+        client: target.client,
+        manager: target.manager,
+        events: target.events,
+        regarding: &regarding,
+    };
+    for write in &before_status {
+        writer.write(write).await?;
+    }
     let mut written = None;
     if let Some(body) = &plan.status {
         written = status::apply(target.client, target.object, target.manager, body)
@@ -72,11 +142,11 @@ where
                 source,
             })?;
     }
+    for write in &after_status {
+        writer.write(write).await?;
+    }
     if let Some(notice) = &plan.event {
-        target
-            .events
-            .publish(notice, &target.object.object_ref(&()))
-            .await;
+        target.events.publish(notice, &regarding).await;
     }
     Ok((written, plan.next))
 }

@@ -28,6 +28,8 @@ impl FieldManager {
     pub const ISSUING: FieldManager = FieldManager("cfssl-issuer-issuing");
     pub const READINESS: FieldManager = FieldManager("cfssl-issuer-readiness");
     pub const APPROVER: FieldManager = FieldManager("cfssl-issuer-approver");
+    /// Writes no field (it only deletes requests); its plans run under a manager all the same.
+    pub const REVISION_MANAGER: FieldManager = FieldManager("cfssl-issuer-revisionmanager");
     /// The prefix of each replica's own Lease field manager (`cfssl-issuer-<identity>`):
     /// kube-lease-manager locks by server-side apply, which refuses a second holder only when
     /// the two replicas apply under different managers.

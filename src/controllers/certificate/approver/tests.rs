@@ -68,18 +68,20 @@ fn approval_table() {
         ),
     ];
     for (name, cr, owner, approve) in rows {
-        assert_eq!(decide(&cr, owner, now).is_some(), approve, "{name}");
+        assert_eq!(decide(&cr, owner, now).status.is_some(), approve, "{name}");
     }
 }
 
 #[test]
 fn the_approval_is_one_condition() {
     let crt = ours();
-    let body = decide(
+    let plan = decide(
         &request_of(&crt),
         Some(&crt),
         fixtures::at("2026-02-01T00:00:00Z"),
     );
+    assert_eq!((&plan.event, &plan.next), (&None, &Next::AwaitChange));
+    let body = plan.status;
     assert_eq!(
         body,
         Some(serde_json::json!({
@@ -111,5 +113,11 @@ fn a_request_whose_certificate_is_not_cached_yet_is_looked_at_again() {
     ];
     for (name, cr, owner, want) in rows {
         assert_eq!(owner_not_seen_yet(cr, owner), want, "{name}");
+        let next = if want { Next::Backoff } else { Next::AwaitChange };
+        assert_eq!(
+            decide(cr, owner, fixtures::at("2026-02-01T00:00:00Z")).next,
+            next,
+            "{name}"
+        );
     }
 }

@@ -1,29 +1,40 @@
 //! The issuing controller's decisions, pure: while issuing, what the one request for the next
 //! revision says (wait, fail and count it, or write the Secret and end the issuance); while
 //! not issuing, whether the Secret needs its metadata, key encoding or keystores repaired.
+//! [`contents`] decides what the Secret holds; [`decide`] makes it the whole plan, the Secret
+//! encoded (keystores and all) and applied before the status.
+
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::super::observe::{current_revision, revision_of};
+use super::super::observe::{next_revision, revision_of};
 use super::super::requestmanager::{csr_has_key, failed_before_issuing};
 use super::super::status::{condition, document, time};
+use crate::api::ConditionStatus;
 use crate::api::certmanager::{
     Certificate, CertificateRequest, DENIED, INVALID_REQUEST, ISSUING, READY, REASON_FAILED, REASON_ISSUED,
 };
 use crate::certificates::decode;
 use crate::certificates::keys::data;
 use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
-use crate::certificates::secret::{self, Repair, secret_data_of};
+use crate::certificates::secret::{
+    self, BodyOptions, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, Repair, secret_data_of,
+};
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Next, Plan};
+use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write};
 use crate::pki::keys::{Encoding, Key};
 
-/// The Secret contents a write carries (owned: it outlives the observed objects).
+/// How long to wait when the Secret cannot be made yet (a keystore password Secret that does
+/// not exist yet, a keystore that does not encode).
+pub const PASSWORD_RETRY: Duration = Duration::from_secs(30);
+
+/// What the Secret holds after a write (owned: it outlives the observed objects).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Write {
+pub struct Contents {
     pub private_key: Vec<u8>,
     pub certificate: Vec<u8>,
     pub ca: Vec<u8>,
@@ -31,7 +42,7 @@ pub struct Write {
     pub issuer: [String; 3],
 }
 
-impl Write {
+impl Contents {
     pub fn data(&self) -> secret::SecretData<'_> {
         secret::SecretData {
             private_key: &self.private_key,
@@ -45,10 +56,10 @@ impl Write {
     }
 }
 
-/// A Secret write (done first) and the plan carried out after it succeeds.
+/// What the Secret is to hold (written first), and the plan carried out after it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    pub write: Option<Write>,
+    pub write: Option<Contents>,
     pub plan: Plan<()>,
 }
 
@@ -76,14 +87,73 @@ pub struct Facts<'a> {
     /// Whether the Secret's keystores open with the passwords the spec names now (true when
     /// there are none): a changed password re-encodes them.
     pub keystores_open: bool,
+    /// The passwords of the keystores the spec asks for, or why one cannot be had.
+    pub passwords: Result<Passwords, PasswordError>,
     pub now: Timestamp,
 }
 
-pub fn decide(facts: &Facts<'_>) -> Decision {
+/// The issuing controller's plan: the Secret apply first (a crash before the status apply
+/// leaves `Issuing=True` and the same request, and the next reconcile writes the same Secret
+/// again), then the status and the Event. A Secret that cannot be made yet writes nothing and
+/// says why.
+pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
+    let Decision { write, plan } = contents(facts);
+    let Some(contents) = write else {
+        return plan.into();
+    };
+    match encode(facts, &contents) {
+        Encoded::Secret(write) => plan.preceded_by(vec![*write]),
+        Encoded::Blocked(notice) => Plan {
+            status: None,
+            event: Some(notice),
+            next: Next::After(PASSWORD_RETRY),
+        }
+        .into(),
+    }
+}
+
+/// What the Secret holds after this reconcile, and the plan around it.
+pub fn contents(facts: &Facts<'_>) -> Decision {
     if facts.certificate.has_true(ISSUING) {
         issuing(facts)
     } else {
         repair(facts)
+    }
+}
+
+/// The Secret as it is applied, or why it cannot be made yet.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Encoded {
+    Secret(Box<Write>),
+    /// The Warning saying why.
+    Blocked(Notice),
+}
+
+/// The Secret apply holding `contents`, its keystores encoded with the spec's passwords.
+pub fn encode(facts: &Facts<'_>, contents: &Contents) -> Encoded {
+    let crt = facts.certificate;
+    let warning = |reason: &'static str, err: &dyn std::fmt::Display| {
+        Encoded::Blocked(Notice::warning(reason, "Issue", &err.to_string()))
+    };
+    let passwords = match &facts.passwords {
+        Ok(passwords) => passwords,
+        Err(err @ PasswordError::SecretNotFound { .. }) => {
+            return warning(REASON_PASSWORD_SECRET_NOT_FOUND, err);
+        }
+        Err(err) => return warning("KeystorePasswordInvalid", err),
+    };
+    let data = contents.data();
+    let keystores = match secret::encode_keystores(crt, &data, passwords, facts.now) {
+        Ok(stores) => stores,
+        Err(err) => return warning("KeystoreEncodeFailed", &err),
+    };
+    let options = BodyOptions {
+        existing_type: facts.secret.and_then(|s| s.type_.as_deref()),
+        owner_reference: facts.owner_ref_enabled,
+    };
+    match secret::secret_body(crt, &data, &keystores, options) {
+        Ok(body) => Encoded::Secret(Box::new(Write::apply(&body))),
+        Err(err) => warning("SecretBodyFailed", &err),
     }
 }
 
@@ -95,7 +165,7 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     else {
         return Decision::idle();
     };
-    let next = current_revision(crt) + 1;
+    let next = next_revision(crt);
     let matching: Vec<&&CertificateRequest> = facts
         .requests
         .iter()
@@ -108,7 +178,10 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     if failed_before_issuing(crt, cr) {
         return Decision::idle();
     }
-    let true_condition = |t: &str| cr.condition(t).filter(|c| c.status == "True");
+    let true_condition = |t: &str| {
+        cr.condition(t)
+            .filter(|c| c.status == ConditionStatus::True.as_str())
+    };
     // Denied wins over a Ready a non-compliant issuer set anyway, then InvalidRequest.
     if let Some(c) = true_condition(DENIED).or_else(|| true_condition(INVALID_REQUEST)) {
         return failed(facts, &c.reason, &c.message);
@@ -124,7 +197,7 @@ fn issuing(facts: &Facts<'_>) -> Decision {
 fn failed(facts: &Facts<'_>, reason: &str, message: &str) -> Decision {
     let crt = facts.certificate;
     let status = crt.status.clone().unwrap_or_default();
-    let attempts = status.failed_issuance_attempts.unwrap_or(0) + 1;
+    let attempts = status.failed_issuance_attempts.unwrap_or(0).saturating_add(1);
     let message = format!("The certificate request has failed to complete and will be retried: {message}");
     let issuing = condition(crt, ISSUING, false, reason, &message, facts.now);
     let mut doc = Map::new();
@@ -157,7 +230,7 @@ fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> D
         return Decision::idle();
     };
     let issuer = &cr.spec.issuer_ref;
-    let write = Write {
+    let write = Contents {
         private_key: private_key.into_bytes(),
         certificate: chain,
         ca: status.ca.map(|b| b.0).unwrap_or_default(),
@@ -244,8 +317,8 @@ fn reencoded_key(crt: &Certificate, stored: &[u8]) -> Option<Vec<u8>> {
         .then(|| pem.into_bytes())
 }
 
-fn owned(data: &secret::SecretData<'_>) -> Write {
-    Write {
+fn owned(data: &secret::SecretData<'_>) -> Contents {
+    Contents {
         private_key: data.private_key.to_vec(),
         certificate: data.certificate.to_vec(),
         ca: data.ca.to_vec(),

@@ -78,6 +78,7 @@ fn facts<'a>(crt: &'a Certificate, key: Option<&'a Key>, requests: Vec<&'a Certi
         field_manager: "cfssl-issuer-issuing",
         owner_ref_enabled: false,
         keystores_open: true,
+        passwords: Ok(crate::certificates::secret::Passwords::default()),
         now: at("2026-02-03T00:00:00Z"),
     }
 }
@@ -214,7 +215,7 @@ fn issuing_table() {
         ),
     ];
     for (name, facts, (condition, revision, attempts, writes)) in rows {
-        let Decision { write, plan } = decide(&facts);
+        let Decision { write, plan } = contents(&facts);
         let issuing = applied_condition(&plan, ISSUING);
         assert_eq!(
             issuing,
@@ -257,7 +258,7 @@ fn an_issuance_writes_the_key_in_the_asked_encoding_and_the_request_chain() {
         k.encoding = "PKCS8".into();
     }
     let cr = signed(request(1, ec), chain.clone());
-    let Decision { write, plan } = decide(&facts(&crt, Some(ec), vec![&cr]));
+    let Decision { write, plan } = contents(&facts(&crt, Some(ec), vec![&cr]));
     let write = write.expect("a Secret write");
     assert_eq!(
         write.private_key,
@@ -284,7 +285,7 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     let pkcs1_spec = fixtures::certificate("web", fixtures::spec());
     let mut facts = facts(&pkcs8, None, vec![]);
     facts.secret = Some(&secret);
-    let Decision { write, plan } = decide(&facts);
+    let Decision { write, plan } = contents(&facts);
     let write = write.expect("re-encoded");
     assert_eq!(
         write.private_key,
@@ -309,9 +310,9 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     .expect("body");
     body.metadata.managed_fields = Some(vec![applied_by("cfssl-issuer-issuing", &body)]);
     facts.secret = Some(&body);
-    assert_eq!(decide(&facts).write, None, "PKCS1 as asked: nothing to do");
+    assert_eq!(contents(&facts).write, None, "PKCS1 as asked: nothing to do");
     facts.keystores_open = false;
-    let rewritten = decide(&facts).write.expect("keystores written again");
+    let rewritten = contents(&facts).write.expect("keystores written again");
     assert_eq!(
         (rewritten.private_key, rewritten.certificate),
         (pkcs1.clone(), chain.clone())
@@ -319,12 +320,12 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     facts.keystores_open = true;
     facts.secret = Some(&empty);
     assert_eq!(
-        decide(&facts).write,
+        contents(&facts).write,
         None,
         "no certificate: the trigger re-issues, nothing to repair"
     );
     facts.secret = None;
-    assert_eq!(decide(&facts).write, None);
+    assert_eq!(contents(&facts).write, None);
 }
 
 /// The managedFields entry of `manager` owning every label, annotation and data key of `secret`
@@ -370,5 +371,68 @@ fn applied_by(
             }),
         )),
         ..Default::default()
+    }
+}
+
+#[test]
+fn the_secret_is_applied_before_the_status_that_ends_the_issuance() {
+    use crate::controllers::kit::plan::Write;
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let crt = issuing(None, None);
+    let cr = signed(request(1, ec), chain);
+    let facts = facts(&crt, Some(ec), vec![&cr]);
+    let plan = decide(&facts);
+    let [Write::Apply { object, body }] = plan.before_status.as_slice() else {
+        panic!("one Secret apply first: {plan:?}");
+    };
+    assert_eq!(
+        (object.describe(), object.collection.as_str()),
+        ("Secret tls".to_string(), "/api/v1/secrets")
+    );
+    assert_eq!(
+        (&body["apiVersion"], &body["kind"]),
+        (&"v1".into(), &"Secret".into())
+    );
+    assert_eq!(plan.after_status, vec![]);
+    assert_eq!(
+        plan.plan,
+        contents(&facts).plan,
+        "the status and Event as decided"
+    );
+}
+
+#[test]
+fn a_secret_that_cannot_be_made_yet_writes_nothing_and_says_why() {
+    use crate::certificates::secret::{Kind, PasswordError};
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let crt = issuing(None, None);
+    let cr = signed(request(1, ec), chain);
+    let rows = [
+        (
+            PasswordError::SecretNotFound {
+                kind: Kind::Pkcs12,
+                name: "pw".into(),
+            },
+            "KeystorePasswordSecretNotFound",
+        ),
+        (
+            PasswordError::EmptyLiteral { kind: Kind::Jks },
+            "KeystorePasswordInvalid",
+        ),
+    ];
+    for (err, reason) in rows {
+        let mut facts = facts(&crt, Some(ec), vec![&cr]);
+        facts.passwords = Err(err.clone());
+        let plan = decide(&facts);
+        assert_eq!(plan.writes().count(), 0, "{reason}");
+        assert_eq!(plan.plan.status, None, "{reason}");
+        assert_eq!(plan.plan.next, Next::After(PASSWORD_RETRY), "{reason}");
+        assert_eq!(
+            event(&plan.plan),
+            Some(("Warning".into(), reason.into(), err.to_string())),
+            "{reason}"
+        );
     }
 }

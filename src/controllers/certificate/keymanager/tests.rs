@@ -1,6 +1,7 @@
 use super::*;
 use crate::certificates::fixtures::{self, key, key_pem};
-use crate::controllers::certificate::testing::{event, with_condition, with_status};
+use crate::controllers::certificate::testing::{deleted, event, with_condition, with_status};
+use crate::controllers::kit::plan::Create;
 
 fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
     let mut crt = fixtures::certificate("web", fixtures::spec());
@@ -32,18 +33,75 @@ fn rsa_pem() -> Vec<u8> {
     key_pem(key(KeySpec::Rsa(2048), false))
 }
 
-fn create(name: &str, source: Source) -> Next<Work> {
-    Next::Work(Work {
-        delete: Vec::new(),
-        create: Some((name.to_string(), source)),
+/// The key a generated key Secret holds in the tables (what `generate` would have made).
+const FRESH: &[u8] = b"FRESH KEY PEM";
+
+/// Where a key Secret's key comes from.
+#[derive(Debug, Clone, PartialEq)]
+enum Source {
+    Generate(KeySpec),
+    Reuse(Vec<u8>),
+}
+
+/// What a plan writes besides status.
+#[derive(Debug, Clone, PartialEq)]
+enum Then {
+    Nothing,
+    Delete(Vec<&'static str>),
+    Create(String, Source),
+}
+
+fn create(name: &str, source: Source) -> Then {
+    Then::Create(name.to_string(), source)
+}
+
+fn delete(names: &[&'static str]) -> Then {
+    Then::Delete(names.to_vec())
+}
+
+/// The name and `tls.key` of the key Secret `plan` creates, if it creates one.
+fn created(plan: &FullPlan<KeyNeeded>) -> Option<(String, Vec<u8>)> {
+    use base64::Engine;
+    plan.writes().find_map(|w| match w {
+        Write::Create(Create { object, body, .. }) => {
+            let key = body["data"]["tls.key"].as_str().unwrap_or_default();
+            let key = base64::engine::general_purpose::STANDARD
+                .decode(key)
+                .unwrap_or_default();
+            Some((object.name.clone(), key))
+        }
+        _ => None,
     })
 }
 
-fn delete(names: &[&str]) -> Next<Work> {
-    Next::Work(Work {
-        delete: names.iter().map(ToString::to_string).collect(),
-        create: None,
-    })
+/// Decides on `facts` as the reconcile does: once, and when a key is asked for, again with
+/// [`FRESH`]. Checks what each step wrote against `then`; returns the final plan.
+fn decide_as_reconcile(name: &str, facts: Facts<'_>, then: &Then) -> FullPlan<KeyNeeded> {
+    let first = decide(&facts);
+    let plan = match (&first.plan.next, then) {
+        (Next::Work(KeyNeeded(spec)), Then::Create(_, Source::Generate(want))) => {
+            assert_eq!(spec, want, "{name}");
+            assert_eq!(first, FullPlan::idle(Next::Work(KeyNeeded(*spec))), "{name}");
+            decide(&Facts {
+                generated: Some(FRESH),
+                ..facts
+            })
+        }
+        _ => first,
+    };
+    let (made, gone) = (created(&plan), deleted(&plan));
+    match then {
+        Then::Nothing => assert_eq!((made, gone.len()), (None, 0), "{name}"),
+        Then::Delete(names) => assert_eq!((made, &gone), (None, names), "{name}"),
+        Then::Create(secret, Source::Generate(_)) => {
+            assert_eq!(made, Some((secret.clone(), FRESH.to_vec())), "{name}");
+        }
+        Then::Create(secret, Source::Reuse(pem)) => {
+            assert_eq!(made, Some((secret.clone(), pem.clone())), "{name}");
+        }
+    }
+    assert_eq!(plan.plan.next, Next::AwaitChange, "{name}");
+    plan
 }
 
 #[test]
@@ -64,7 +122,7 @@ fn key_manager_table() {
         Option<&'a Secret>,
         Option<Option<&'a str>>,
         Option<&'a str>,
-        Next<Work>,
+        Then,
     );
     let rows: Vec<Row> = vec![
         (
@@ -83,7 +141,7 @@ fn key_manager_table() {
             None,
             None,
             None,
-            Next::AwaitChange,
+            Then::Nothing,
         ),
         (
             "issuing, no key yet: a new key under the derived name",
@@ -119,7 +177,7 @@ fn key_manager_table() {
             None,
             Some(Some("k1")),
             None,
-            Next::AwaitChange,
+            Then::Nothing,
         ),
         (
             "the named key Secret is good",
@@ -128,7 +186,7 @@ fn key_manager_table() {
             None,
             None,
             None,
-            Next::AwaitChange,
+            Then::Nothing,
         ),
         (
             "a key Secret under another name",
@@ -191,7 +249,7 @@ fn key_manager_table() {
             Some(&target_rsa),
             None,
             Some("CannotRegenerateKey"),
-            Next::AwaitChange,
+            Then::Nothing,
         ),
         (
             "Never, no Secret yet: a new key",
@@ -212,12 +270,14 @@ fn key_manager_table() {
             create(&derived, generate.clone()),
         ),
     ];
-    for (name, crt, owned, target, status, reason, next) in rows {
-        let plan = decide(&Facts {
+    for (name, crt, owned, target, status, reason, then) in rows {
+        let facts = Facts {
             certificate: &crt,
             owned,
             target,
-        });
+            generated: None,
+        };
+        let FullPlan { plan, .. } = decide_as_reconcile(name, facts, &then);
         let applied = plan.status.as_ref().map(|doc| {
             doc["status"]
                 .get("nextPrivateKeySecretName")
@@ -225,7 +285,6 @@ fn key_manager_table() {
         });
         assert_eq!(applied, status, "{name}");
         assert_eq!(event(&plan).map(|e| e.1).as_deref(), reason, "{name}");
-        assert_eq!(plan.next, next, "{name}");
     }
 }
 
@@ -236,9 +295,10 @@ fn event_messages_are_cert_managers() {
         certificate: &crt(true, Some("k1"), ""),
         owned: vec![&k1_rsa],
         target: None,
+        generated: None,
     });
     assert_eq!(
-        event(&plan).map(|e| e.2),
+        event(&plan.plan).map(|e| e.2),
         Some("Regenerating private key due to change in fields: [spec.privateKey.algorithm]".to_string())
     );
     let target = fixtures::secret(&[(data::TLS_KEY, &ec_pem())], &[]);
@@ -246,9 +306,10 @@ fn event_messages_are_cert_managers() {
         certificate: &crt(true, None, "Never"),
         owned: vec![],
         target: Some(&target),
+        generated: None,
     });
     assert_eq!(
-        event(&plan).map(|e| e.2),
+        event(&plan.plan).map(|e| e.2),
         Some("Reusing private key stored in existing Secret resource \"tls\"".to_string())
     );
 }
@@ -310,24 +371,25 @@ fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
             annotated("1"),
             delete(&["k1"]),
         ),
-        ("made for revision 2", annotated("2"), Next::AwaitChange),
+        ("made for revision 2", annotated("2"), Then::Nothing),
         ("not a number", annotated("two"), delete(&["k1"])),
         (
             "made by cert-manager: adopted as it is",
             key_secret_named("k1", &ec_pem()),
-            Next::AwaitChange,
+            Then::Nothing,
         ),
     ];
-    for (name, secret, next) in rows {
-        let plan = decide(&Facts {
+    for (name, secret, then) in rows {
+        let facts = Facts {
             certificate: &crt,
             owned: vec![&secret],
             target: None,
-        });
-        assert_eq!(plan.next, next, "{name}");
+            generated: None,
+        };
+        decide_as_reconcile(name, facts, &then);
         assert_eq!(
             observe::made_for_another_revision(&secret, &crt),
-            next != Next::AwaitChange,
+            then != Then::Nothing,
             "{name}"
         );
     }

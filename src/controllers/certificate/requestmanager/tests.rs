@@ -6,7 +6,8 @@ use super::*;
 use crate::api::certmanager::CertificateRequestCondition;
 use crate::certificates::fixtures::{self, at, key};
 use crate::certificates::keys::annotation;
-use crate::controllers::certificate::testing::{with_condition, with_status};
+use crate::controllers::certificate::testing::{deleted, with_condition, with_status};
+use crate::controllers::kit::plan::Create;
 use crate::pki::keys::KeySpec;
 
 fn issuing(revision: Option<i64>) -> Certificate {
@@ -35,11 +36,36 @@ fn failed_at(mut cr: CertificateRequest, when: &str) -> CertificateRequest {
     cr
 }
 
-fn work(delete: &[&str], create: Option<i64>) -> Next<Work> {
-    Next::Work(Work {
-        delete: delete.iter().map(ToString::to_string).collect(),
-        create,
+/// What a plan writes: the requests it deletes, and the revision of the one it creates.
+type Writes = (Vec<&'static str>, Option<i64>);
+
+fn work(delete: &[&'static str], create: Option<i64>) -> Writes {
+    (delete.to_vec(), create)
+}
+
+/// The revision of the request `plan` creates, if it creates one.
+fn created_revision(plan: &FullPlan<()>) -> Option<i64> {
+    plan.writes().find_map(|w| match w {
+        Write::Create(Create { body, .. }) => body["metadata"]["annotations"]
+            [annotation::CERTIFICATE_REVISION]
+            .as_str()
+            .and_then(|r| r.parse().ok()),
+        _ => None,
     })
+}
+
+fn facts<'a>(
+    crt: &'a Certificate,
+    next_key: Option<&'a Key>,
+    requests: Vec<&'a CertificateRequest>,
+) -> Facts<'a> {
+    Facts {
+        certificate: crt,
+        next_key,
+        key_secret: "web-key",
+        requests,
+        prefixes: &[],
+    }
 }
 
 #[test]
@@ -63,17 +89,17 @@ fn request_manager_table() {
         Certificate,
         Option<&'a Key>,
         Vec<&'a CertificateRequest>,
-        Next<Work>,
+        Writes,
     );
     let rows: Vec<Row> = vec![
-        ("not issuing", not_issuing, Some(ec), vec![], Next::AwaitChange),
-        ("no next key yet", issuing(None), None, vec![], Next::AwaitChange),
+        ("not issuing", not_issuing, Some(ec), vec![], work(&[], None)),
+        ("no next key yet", issuing(None), None, vec![], work(&[], None)),
         (
             "next key of another algorithm",
             issuing(None),
             Some(rsa),
             vec![],
-            Next::AwaitChange,
+            work(&[], None),
         ),
         (
             "no request: create revision 1",
@@ -87,7 +113,7 @@ fn request_manager_table() {
             issuing(None),
             Some(ec),
             vec![&good],
-            Next::AwaitChange,
+            work(&[], None),
         ),
         (
             "a request without a revision goes",
@@ -122,7 +148,7 @@ fn request_manager_table() {
             issuing(None),
             Some(ec),
             vec![&failed_since],
-            Next::AwaitChange,
+            work(&[], None),
         ),
         (
             "revision 2 after 1",
@@ -136,17 +162,14 @@ fn request_manager_table() {
             issuing(Some(1)),
             Some(ec),
             vec![&good, &second],
-            Next::AwaitChange,
+            work(&[], None),
         ),
     ];
-    for (name, crt, next_key, requests, next) in rows {
-        let plan = decide(&Facts {
-            certificate: &crt,
-            next_key,
-            requests,
-        });
-        assert_eq!(plan.status, None, "{name}");
-        assert_eq!(plan.next, next, "{name}");
+    for (name, crt, next_key, requests, (delete, create)) in rows {
+        let plan = decide(&facts(&crt, next_key, requests));
+        assert_eq!(plan.plan, Plan::idle(Next::AwaitChange), "{name}");
+        assert_eq!(deleted(&plan), delete, "{name}");
+        assert_eq!(created_revision(&plan), create, "{name}");
     }
 }
 

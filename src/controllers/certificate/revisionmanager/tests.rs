@@ -1,7 +1,7 @@
 use super::*;
 use crate::certificates::fixtures;
 use crate::certificates::keys::annotation;
-use crate::controllers::certificate::testing::with_condition;
+use crate::controllers::certificate::testing::{deleted, with_condition};
 
 fn request(name: &str, revision: Option<&str>) -> CertificateRequest {
     let mut cr = fixtures::request_for(&fixtures::spec(), fixtures::ec());
@@ -44,6 +44,6 @@ fn revision_history_table() {
         ("not Ready: nothing", not_ready, vec![]),
     ];
     for (name, crt, doomed) in rows {
-        assert_eq!(decide(&crt, &all), doomed, "{name}");
+        assert_eq!(deleted(&decide(&crt, &all)), doomed, "{name}");
     }
 }

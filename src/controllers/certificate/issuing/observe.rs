@@ -1,0 +1,83 @@
+//! What the issuing controller reads besides the caches: the keystore passwords (their
+//! Secrets read live), and whether the Secret's keystores open with them.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
+
+use super::super::{CertificateContext, Error, observe};
+use crate::api::certmanager::{Certificate, ISSUING, SecretKeySelector};
+use crate::certificates::keys::data as keys;
+use crate::certificates::secret::{Kind, PasswordError, Passwords, keystore_password, password_secret_name};
+use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
+
+/// The passwords of the keystores `crt` asks for, reading password Secrets live; an error
+/// inside when one cannot be had (the plan says why when it needs it).
+pub async fn passwords(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+) -> Result<Result<Passwords, PasswordError>, Error> {
+    let mut out = Passwords::default();
+    for (kind, literal, secret_ref) in asked(crt) {
+        let secret = match password_secret_name(secret_ref) {
+            Some(name) => observe::live_secret(ctx, &crt.namespace().unwrap_or_default(), name).await?,
+            None => None,
+        };
+        let found = match keystore_password(kind, literal, secret_ref, secret.as_ref()) {
+            Ok(found) => found,
+            Err(err) => return Ok(Err(err)),
+        };
+        match kind {
+            Kind::Pkcs12 => out.pkcs12 = Some(found),
+            Kind::Jks => out.jks = Some(found),
+        }
+    }
+    Ok(Ok(out))
+}
+
+/// The keystores `crt` asks to create: kind, literal password, password Secret reference.
+fn asked(crt: &Certificate) -> Vec<(Kind, Option<&str>, Option<&SecretKeySelector>)> {
+    let stores = crt.spec.keystores.as_ref();
+    let pkcs12 = stores
+        .and_then(|s| s.pkcs12.as_ref())
+        .filter(|p| p.create)
+        .map(|p| {
+            (
+                Kind::Pkcs12,
+                p.password.as_deref(),
+                p.password_secret_ref.as_ref(),
+            )
+        });
+    let jks = stores
+        .and_then(|s| s.jks.as_ref())
+        .filter(|j| j.create)
+        .map(|j| (Kind::Jks, j.password.as_deref(), j.password_secret_ref.as_ref()));
+    pkcs12.into_iter().chain(jks).collect()
+}
+
+/// Whether the keystores in `secret` open with the passwords the spec names now; true when
+/// issuing, when none is asked for or held, or when a password cannot be had (nothing to
+/// re-encode with).
+pub fn keystores_open(
+    crt: &Certificate,
+    secret: Option<&Secret>,
+    passwords: &Result<Passwords, PasswordError>,
+) -> bool {
+    let Some(data) = secret
+        .and_then(|s| s.data.as_ref())
+        .filter(|_| !asked(crt).is_empty() && !crt.has_true(ISSUING))
+    else {
+        return true;
+    };
+    let Ok(passwords) = passwords else {
+        return true;
+    };
+    let opens = |key: &str, password: &Option<String>, check: fn(&[u8], &str) -> bool| match (
+        data.get(key),
+        password,
+    ) {
+        (Some(store), Some(password)) => check(&store.0, password),
+        _ => true,
+    };
+    opens(keys::PKCS12_KEYSTORE, &passwords.pkcs12, pkcs12_opens_with)
+        && opens(keys::JKS_KEYSTORE, &passwords.jks, jks_opens_with)
+}
