@@ -22,68 +22,75 @@ fn readiness_table() {
         "Ready",
         "Certificate is up to date and has not expired".to_string(),
     );
-    type Row = (
-        &'static str,
-        Input,
-        (&'static str, &'static str, String),
-        bool,
-        Next<()>,
-    );
-    let rows: Vec<Row> = vec![
-        (
-            "up to date: look again at the renewal time",
-            input(|_| {}),
-            up_to_date.clone(),
-            true,
-            Next::After(Duration::from_secs(29 * DAY)),
-        ),
-        (
-            "renewal passed: look again just after expiry",
-            input(|i| i.now = at("2026-03-31T00:00:00Z")),
-            up_to_date.clone(),
-            true,
-            Next::After(Duration::from_secs(DAY + 1)),
-        ),
-        (
-            "expired",
-            input(|i| i.now = at("2026-04-01T00:00:01Z")),
-            (
+    struct Case {
+        name: &'static str,
+        input: Input,
+        condition: (&'static str, &'static str, String),
+        has_times: bool,
+        next: Next<()>,
+    }
+    let rows = vec![
+        Case {
+            name: "up to date: look again at the renewal time",
+            input: input(|_| {}),
+            condition: up_to_date.clone(),
+            has_times: true,
+            next: Next::After(Duration::from_secs(29 * DAY)),
+        },
+        Case {
+            name: "renewal passed: look again just after expiry",
+            input: input(|i| i.now = at("2026-03-31T00:00:00Z")),
+            condition: up_to_date.clone(),
+            has_times: true,
+            next: Next::After(Duration::from_secs(DAY + 1)),
+        },
+        Case {
+            name: "expired",
+            input: input(|i| i.now = at("2026-04-01T00:00:01Z")),
+            condition: (
                 "False",
                 "Expired",
                 "Certificate expired on Wed, 01 Apr 2026 00:00:00 UTC".to_string(),
             ),
-            true,
-            Next::AwaitChange,
-        ),
-        (
-            "no Secret: no times",
-            input(|i| i.secret = None),
-            (
+            has_times: true,
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "no Secret: no times",
+            input: input(|i| i.secret = None),
+            condition: (
                 "False",
                 "DoesNotExist",
                 "Issuing certificate as Secret does not exist".to_string(),
             ),
-            false,
-            Next::AwaitChange,
-        ),
-        (
-            "a spec the webhook refuses",
-            input(|i| {
+            has_times: false,
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "a spec the webhook refuses",
+            input: input(|i| {
                 if let Some(k) = i.certificate.spec.private_key.as_mut() {
                     k.size = 100;
                 }
             }),
-            (
+            condition: (
                 "False",
                 REASON_INVALID,
                 "spec.privateKey.size: Unsupported value: 100: supported values: \"256\", \"384\", \"521\""
                     .to_string(),
             ),
-            true,
-            Next::After(Duration::from_secs(29 * DAY)),
-        ),
+            has_times: true,
+            next: Next::After(Duration::from_secs(29 * DAY)),
+        },
     ];
-    for (name, input, (status, why, message), has_times, next) in rows {
+    for Case {
+        name,
+        input,
+        condition: (status, why, message),
+        has_times,
+        next,
+    } in rows
+    {
         let plan = decide(&input);
         let ready = applied_condition(&plan, READY);
         assert_eq!(

@@ -84,88 +84,107 @@ fn request_manager_table() {
     let failed_since = failed_at(request("web-1", Some(1), ec), "2026-02-02T00:00:00Z");
     let second = request("web-2", Some(2), ec);
     let not_issuing = fixtures::certificate("web", fixtures::spec());
-    type Row<'a> = (
-        &'a str,
-        Certificate,
-        Option<&'a Key>,
-        Vec<&'a CertificateRequest>,
-        Writes,
-    );
-    let rows: Vec<Row> = vec![
-        ("not issuing", not_issuing, Some(ec), vec![], work(&[], None)),
-        ("no next key yet", issuing(None), None, vec![], work(&[], None)),
-        (
-            "next key of another algorithm",
-            issuing(None),
-            Some(rsa),
-            vec![],
-            work(&[], None),
-        ),
-        (
-            "no request: create revision 1",
-            issuing(None),
-            Some(ec),
-            vec![],
-            work(&[], Some(1)),
-        ),
-        (
-            "the request is there",
-            issuing(None),
-            Some(ec),
-            vec![&good],
-            work(&[], None),
-        ),
-        (
-            "a request without a revision goes",
-            issuing(None),
-            Some(ec),
-            vec![&unnumbered, &good],
-            work(&["web-x"], None),
-        ),
-        (
-            "a request for another key is replaced",
-            issuing(None),
-            Some(ec),
-            vec![&other_key],
-            work(&["web-1"], Some(1)),
-        ),
-        (
-            "a request for an old spec is replaced",
-            issuing(None),
-            Some(ec),
-            vec![&stale],
-            work(&["web-1"], Some(1)),
-        ),
-        (
-            "failed before this issuance: replaced",
-            issuing(None),
-            Some(ec),
-            vec![&failed_before],
-            work(&["web-1"], Some(1)),
-        ),
-        (
-            "failed during this issuance: kept",
-            issuing(None),
-            Some(ec),
-            vec![&failed_since],
-            work(&[], None),
-        ),
-        (
-            "revision 2 after 1",
-            issuing(Some(1)),
-            Some(ec),
-            vec![&good],
-            work(&[], Some(2)),
-        ),
-        (
-            "revision 2 there",
-            issuing(Some(1)),
-            Some(ec),
-            vec![&good, &second],
-            work(&[], None),
-        ),
+    struct Case<'a> {
+        name: &'static str,
+        crt: Certificate,
+        next_key: Option<&'a Key>,
+        requests: Vec<&'a CertificateRequest>,
+        writes: Writes,
+    }
+    let rows = vec![
+        Case {
+            name: "not issuing",
+            crt: not_issuing,
+            next_key: Some(ec),
+            requests: vec![],
+            writes: work(&[], None),
+        },
+        Case {
+            name: "no next key yet",
+            crt: issuing(None),
+            next_key: None,
+            requests: vec![],
+            writes: work(&[], None),
+        },
+        Case {
+            name: "next key of another algorithm",
+            crt: issuing(None),
+            next_key: Some(rsa),
+            requests: vec![],
+            writes: work(&[], None),
+        },
+        Case {
+            name: "no request: create revision 1",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![],
+            writes: work(&[], Some(1)),
+        },
+        Case {
+            name: "the request is there",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&good],
+            writes: work(&[], None),
+        },
+        Case {
+            name: "a request without a revision goes",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&unnumbered, &good],
+            writes: work(&["web-x"], None),
+        },
+        Case {
+            name: "a request for another key is replaced",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&other_key],
+            writes: work(&["web-1"], Some(1)),
+        },
+        Case {
+            name: "a request for an old spec is replaced",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&stale],
+            writes: work(&["web-1"], Some(1)),
+        },
+        Case {
+            name: "failed before this issuance: replaced",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&failed_before],
+            writes: work(&["web-1"], Some(1)),
+        },
+        Case {
+            name: "failed during this issuance: kept",
+            crt: issuing(None),
+            next_key: Some(ec),
+            requests: vec![&failed_since],
+            writes: work(&[], None),
+        },
+        Case {
+            name: "revision 2 after 1",
+            crt: issuing(Some(1)),
+            next_key: Some(ec),
+            requests: vec![&good],
+            writes: work(&[], Some(2)),
+        },
+        Case {
+            name: "revision 2 there",
+            crt: issuing(Some(1)),
+            next_key: Some(ec),
+            requests: vec![&good, &second],
+            writes: work(&[], None),
+        },
     ];
-    for (name, crt, next_key, requests, (delete, create)) in rows {
+    for Case {
+        name,
+        crt,
+        next_key,
+        requests,
+        writes: (delete, create),
+    } in rows
+    {
         let plan = decide(&facts(&crt, next_key, requests));
         assert_eq!(plan.plan, Plan::idle(Next::AwaitChange), "{name}");
         assert_eq!(deleted(&plan), delete, "{name}");

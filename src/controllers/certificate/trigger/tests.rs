@@ -28,39 +28,38 @@ fn failed_once(minutes_ago: i64) -> impl FnOnce(&mut Facts) {
     }
 }
 
-type Row = (
-    &'static str,
-    Facts,
-    Option<(&'static str, &'static str)>,
-    Option<&'static str>,
-    Next<()>,
-);
-
 #[test]
 fn trigger_table() {
     let no_secret = |f: &mut Facts| f.input.secret = None;
-    let rows: Vec<Row> = vec![
-        (
-            "up to date, no renewal time yet",
-            facts(|_| {}),
-            None,
-            None,
-            Next::AwaitChange,
-        ),
-        (
-            "up to date: look again at status.renewalTime",
-            facts(|f| {
+    struct Case {
+        name: &'static str,
+        facts: Facts,
+        condition: Option<(&'static str, &'static str)>,
+        event_reason: Option<&'static str>,
+        next: Next<()>,
+    }
+    let rows = vec![
+        Case {
+            name: "up to date, no renewal time yet",
+            facts: facts(|_| {}),
+            condition: None,
+            event_reason: None,
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "up to date: look again at status.renewalTime",
+            facts: facts(|f| {
                 f.input.certificate = with_status(f.input.certificate.clone(), |s| {
                     s.renewal_time = Some(Time(at("2026-03-02T00:00:00Z")));
                 });
             }),
-            None,
-            None,
-            Next::After(Duration::from_secs(29 * 24 * 3600)),
-        ),
-        (
-            "already issuing",
-            facts(|f| {
+            condition: None,
+            event_reason: None,
+            next: Next::After(Duration::from_secs(29 * 24 * 3600)),
+        },
+        Case {
+            name: "already issuing",
+            facts: facts(|f| {
                 no_secret(f);
                 f.input.certificate = with_condition(
                     f.input.certificate.clone(),
@@ -70,82 +69,89 @@ fn trigger_table() {
                     "2026-02-01T00:00:00Z",
                 );
             }),
-            None,
-            None,
-            Next::AwaitChange,
-        ),
-        (
-            "another Certificate owns the Secret",
-            facts(|f| {
+            condition: None,
+            event_reason: None,
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "another Certificate owns the Secret",
+            facts: facts(|f| {
                 no_secret(f);
                 f.owns_secret = false;
             }),
-            None,
-            None,
-            Next::After(NOT_OWNER_RECHECK),
-        ),
-        (
-            "no Secret",
-            facts(no_secret),
-            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
-            Some("Issuing"),
-            Next::AwaitChange,
-        ),
-        (
-            "renewal due",
-            facts(|f| f.input.now = at("2026-03-03T00:00:00Z")),
-            Some((
+            condition: None,
+            event_reason: None,
+            next: Next::After(NOT_OWNER_RECHECK),
+        },
+        Case {
+            name: "no Secret",
+            facts: facts(no_secret),
+            condition: Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            event_reason: Some("Issuing"),
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "renewal due",
+            facts: facts(|f| f.input.now = at("2026-03-03T00:00:00Z")),
+            condition: Some((
                 "Renewing",
                 "Renewing certificate as renewal was scheduled at <nil>",
             )),
-            Some("Issuing"),
-            Next::AwaitChange,
-        ),
-        (
-            "failed 10 minutes ago, next request matches: back off 50 more minutes",
-            facts(|f| {
+            event_reason: Some("Issuing"),
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "failed 10 minutes ago, next request matches: back off 50 more minutes",
+            facts: facts(|f| {
                 no_secret(f);
                 f.input.next_request = f.input.current_request.clone();
                 failed_once(10)(f);
             }),
-            None,
-            None,
-            Next::After(Duration::from_secs(50 * 60)),
-        ),
-        (
-            "failed 10 minutes ago, no next request: back off too",
-            facts(|f| {
+            condition: None,
+            event_reason: None,
+            next: Next::After(Duration::from_secs(50 * 60)),
+        },
+        Case {
+            name: "failed 10 minutes ago, no next request: back off too",
+            facts: facts(|f| {
                 no_secret(f);
                 failed_once(10)(f);
             }),
-            None,
-            None,
-            Next::After(Duration::from_secs(50 * 60)),
-        ),
-        (
-            "failed 2 hours ago: the back-off is over",
-            facts(|f| {
+            condition: None,
+            event_reason: None,
+            next: Next::After(Duration::from_secs(50 * 60)),
+        },
+        Case {
+            name: "failed 2 hours ago: the back-off is over",
+            facts: facts(|f| {
                 no_secret(f);
                 failed_once(120)(f);
             }),
-            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
-            Some("Issuing"),
-            Next::AwaitChange,
-        ),
-        (
-            "failed 10 minutes ago but the spec changed since the request: no back-off",
-            facts(|f| {
+            condition: Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            event_reason: Some("Issuing"),
+            next: Next::AwaitChange,
+        },
+        Case {
+            name: "failed 10 minutes ago but the spec changed since the request: no back-off",
+            facts: facts(|f| {
                 no_secret(f);
                 f.input.next_request = f.input.current_request.clone();
                 f.input.certificate.spec.dns_names.push("www.example.com".into());
                 failed_once(10)(f);
             }),
-            Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
-            Some("Issuing"),
-            Next::AwaitChange,
-        ),
+            condition: Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
+            event_reason: Some("Issuing"),
+            next: Next::AwaitChange,
+        },
     ];
-    for (name, facts, condition, event_reason, next) in rows {
+    for Case {
+        name,
+        facts,
+        condition,
+        event_reason,
+        next,
+    } in rows
+    {
         let plan = decide(&facts);
         let issuing = applied_condition(&plan, ISSUING);
         assert_eq!(
