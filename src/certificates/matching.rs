@@ -196,12 +196,7 @@ pub fn request_matches_spec(
             violations.push(field.to_string());
         }
     };
-    check(ips_match(&alt.ips, &spec.ip_addresses), "spec.ipAddresses");
-    check(equal_unsorted(&alt.uris, &spec.uris), "spec.uris");
-    check(
-        equal_unsorted(&alt.emails, &spec.email_addresses),
-        "spec.emailAddresses",
-    );
+    address_violations(alt, spec, &mut check);
     check(equal_unsorted(&alt.dns, &spec.dns_names), "spec.dnsNames");
     if !spec.other_names.is_empty() {
         check(other_names_match(san.as_ref(), spec)?, "spec.otherNames");
@@ -225,6 +220,16 @@ pub fn request_matches_spec(
         "spec.issuerRef",
     );
     Ok(violations)
+}
+
+/// The IP, URI and email alternative names that differ from the spec's.
+fn address_violations(alt: &AltNames, spec: &CertificateSpec, check: &mut impl FnMut(bool, &str)) {
+    check(ips_match(&alt.ips, &spec.ip_addresses), "spec.ipAddresses");
+    check(equal_unsorted(&alt.uris, &spec.uris), "spec.uris");
+    check(
+        equal_unsorted(&alt.emails, &spec.email_addresses),
+        "spec.emailAddresses",
+    );
 }
 
 fn subject_violations(s: &Subject, spec: &CertificateSpec, check: &mut impl FnMut(bool, &str)) {
@@ -414,12 +419,7 @@ pub fn fuzzy_x509_alt_names_match_spec(cert: &X509Certificate<'_>, spec: &Certif
             violations.push(field.to_string());
         }
     };
-    check(ips_match(&alt.ips, &spec.ip_addresses), "spec.ipAddresses");
-    check(equal_unsorted(&alt.uris, &spec.uris), "spec.uris");
-    check(
-        equal_unsorted(&alt.emails, &spec.email_addresses),
-        "spec.emailAddresses",
-    );
+    address_violations(&alt, spec, &mut check);
     violations
 }
 
