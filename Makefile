@@ -47,6 +47,14 @@ lint: test-deps ## rustfmt check, clippy -D warnings, the Helm chart lint and th
 test: lint ## Lint, then every test: unit, CFSSL conformance (multirootca + simple-cfssl), controllers, manifests, e2e
 	$(CARGO) test --workspace --no-fail-fast
 
+.PHONY: real-peers
+real-peers: ## Build kube-apiserver, etcd, cert-manager's controller and CFSSL from their Go modules (needs Go)
+	./scripts/real-peers.sh build
+
+.PHONY: e2e-real
+e2e-real: ## The Kubernetes-semantics scenarios and cert-manager itself, against those real peers (needs Go)
+	./scripts/e2e-real.sh
+
 .PHONY: chaos
 chaos: ## The fault scenarios (CA down, flaky API server, manager killed, slow CA) with 10,000 requests each
 	$(CARGO) build -p cfssl-issuer --bin cfssl-issuer

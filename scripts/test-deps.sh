@@ -2,14 +2,13 @@
 # What `make test` needs besides the Rust toolchain. It sets up what it can by itself and
 # otherwise stops at the first missing piece with one line naming the command to run:
 #   - multirootca and cfssl (Debian golang-cfssl): installed with apt when run as root;
-#   - openssl (apt as root), kubectl: checked, with the command that installs each;
+#   - openssl and kubectl (Debian's kubectl package): installed with apt when run as root;
 #   - Helm's engine for the chart lint: Python wheels in a project-local venv, .venv/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv
 WHEELS=(helm-sdkpy==0.1.32 helm-python-sdk==0.2.2 PyYAML)
-KUBECTL_URL=https://dl.k8s.io/release/v1.32.0/bin/linux/amd64/kubectl
 
 stop() { echo "make test: $1; run: $2" >&2; exit 1; }
 is_root() { [ "$(id -u)" -eq 0 ]; }
@@ -31,8 +30,7 @@ need_package() { # command package
 
 need_package multirootca golang-cfssl
 need_package openssl openssl
-command -v kubectl >/dev/null \
-  || stop "kubectl is missing" "sudo curl -fsSLo /usr/local/bin/kubectl $KUBECTL_URL && sudo chmod +x /usr/local/bin/kubectl"
+need_package kubectl kubectl
 command -v python3 >/dev/null || need_package python3 python3
 
 if [ ! -x "$VENV/bin/python3" ]; then

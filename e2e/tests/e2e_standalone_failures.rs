@@ -33,7 +33,7 @@ fn failures(crt: &Certificate) -> (i64, Option<Timestamp>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_count_attempts_and_back_off_two_then_four_seconds() -> anyhow::Result<()> {
     let env = Env::start(&["--certificate-request-minimum-backoff-duration=2s"]).await?;
-    if env.server().is_none() {
+    if env.cluster.is_external() {
         eprintln!("skipped against a real cluster: the manager's flags are the deployment's");
         return Ok(());
     }
@@ -99,7 +99,7 @@ async fn refusals_count_attempts_and_back_off_two_then_four_seconds() -> anyhow:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_request_stays_failed_until_the_spec_changes() -> anyhow::Result<()> {
     let env = Env::start(&["--approve-own-requests=false"]).await?;
-    if env.server().is_none() {
+    if env.cluster.is_external() {
         eprintln!("skipped against a real cluster: the manager's flags are the deployment's");
         return Ok(());
     }

@@ -287,6 +287,18 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     let query = Query::parse(request.uri().query());
     let target = parse_target(shared, &segments)?;
     let verb = verb_of(request.method(), &target, &query)?;
+    if let Some(impersonated) = access::impersonated(request.headers()) {
+        let rules = shared.access.lock().expect("access lock").clone();
+        let resource = target.rt.plural.as_str();
+        access::authorize_impersonated(
+            &rules,
+            &impersonated,
+            verb.as_str(),
+            &target.rt.group,
+            resource,
+            target.ns(),
+        )?;
+    }
     if let Some(user) = user.clone() {
         shared.faults.lock().expect("faults lock").audit.push(AuditEntry {
             user,

@@ -89,6 +89,7 @@ use tokio::{net::TcpListener, sync::watch as signal, task::JoinHandle};
 
 pub use self::access::AccessRule;
 pub use self::faults::{AuditEntry, Count, Counts, Fault, FaultKind, FaultRates, RateTally, Verb};
+pub use self::tls::write_kubeconfig;
 use self::{faults::Faults, store::Store, tls::ServingCert};
 
 /// Why the server could not start (or a client could not be built for it).

@@ -12,6 +12,7 @@ use super::{
     error::ApiError,
     negotiate::Output,
     resources::ResourceType,
+    schema,
     selector::{FieldSelector, LabelSelector},
     store::{Change, ChangeKind, WatchStart},
 };
@@ -32,9 +33,16 @@ pub struct WatchSpec {
 }
 
 impl WatchSpec {
+    /// The object as this watch sends it: read through the resource type it started on. After a
+    /// CRD update kube-apiserver keeps serving an open watch from the old storage, which
+    /// decodes (prunes and defaults) with the old schema, until it tears that storage down,
+    /// up to two request timeouts later (apiextensions-apiserver `crdHandler.tearDown`).
     fn render(&self, obj: &Value) -> Value {
-        self.output
-            .object(&self.rt, convert::to_view(&self.rt, obj.clone()))
+        let mut view = convert::to_view(&self.rt, obj.clone());
+        if let Some(schema) = &self.rt.schema {
+            schema::check(schema, &mut view);
+        }
+        self.output.object(&self.rt, view)
     }
 
     fn selects(&self, view: &Value) -> bool {

@@ -25,6 +25,21 @@ fn script() -> PathBuf {
 }
 
 impl Multirootca {
+    /// Whether the CFSSL on PATH signs Ed25519 keys: releases from 1.5.0 do (cfssl PR #1077);
+    /// Debian's golang-cfssl (1.2.0, 2016) does not.
+    pub fn signs_ed25519() -> bool {
+        let Ok(out) = Command::new("cfssl").arg("version").output() else {
+            return false;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Version: "))
+            .unwrap_or_default();
+        let mut parts = version.trim().split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (1, 5)
+    }
+
     /// Whether `multirootca` and `cfssl` are on PATH.
     pub fn installed() -> bool {
         Command::new("sh")

@@ -6,22 +6,24 @@ use anyhow::Context as _;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, CustomResourceExt};
 
 use cfssl_issuer::api::ClusterIssuer;
-use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
 
 use super::IssuerCrds;
+use super::real::{self, RealServer};
 use kube_testserver::{Options, TestServer};
 
 /// A cluster with our CRDs and cert-manager's installed: the in-process API server by default,
-/// or the cluster `E2E_KUBECONFIG` points at.
+/// a real kube-apiserver of its own with `E2E_REAL_PEERS`, or the cluster `E2E_KUBECONFIG`
+/// points at.
 pub struct Cluster {
     pub client: Client,
     pub kubeconfig: PathBuf,
     server: Option<TestServer>,
+    real: Option<RealServer>,
     /// What `namespace` and `track_cluster_issuer` made, removed on drop from a real cluster
     /// (the in-process one goes away whole).
     created: std::sync::Mutex<Created>,
@@ -51,6 +53,19 @@ impl Cluster {
                 client: Client::try_from(config)?,
                 kubeconfig,
                 server: None,
+                real: None,
+                created: Default::default(),
+            });
+        }
+        if let Some(peers) = real::peers_dir() {
+            let real = RealServer::start(&peers).await?;
+            let client = real.client().await?;
+            install_crds(&client, issuer_crds).await?;
+            return Ok(Cluster {
+                client,
+                kubeconfig: real.kubeconfig.clone(),
+                server: None,
+                real: Some(real),
                 created: Default::default(),
             });
         }
@@ -61,6 +76,7 @@ impl Cluster {
             client,
             kubeconfig: server.kubeconfig_path().to_path_buf(),
             server: Some(server),
+            real: None,
             created: Default::default(),
         })
     }
@@ -70,8 +86,15 @@ impl Cluster {
         self.server.as_ref()
     }
 
+    /// The real kube-apiserver this scenario started (`E2E_REAL_PEERS`); `None` otherwise.
+    pub fn real(&self) -> Option<&RealServer> {
+        self.real.as_ref()
+    }
+
+    /// A cluster where the manager and the CA are deployed (`E2E_KUBECONFIG`): the suite
+    /// starts neither, and cannot stop them.
     pub fn is_external(&self) -> bool {
-        self.server.is_none()
+        self.server.is_none() && self.real.is_none()
     }
 
     /// Creates a namespace named `prefix-<random>` and returns its name.
@@ -127,7 +150,7 @@ impl Drop for Cluster {
     /// On a real cluster, removes what the scenario made; best effort, on a thread of its own
     /// because Drop cannot await.
     fn drop(&mut self) {
-        if self.server.is_some() {
+        if !self.is_external() {
             return;
         }
         let created = std::mem::take(&mut *self.created.lock().expect("lock"));
@@ -157,14 +180,22 @@ impl Drop for Cluster {
 async fn install_crds(client: &Client, issuer_crds: IssuerCrds) -> anyhow::Result<()> {
     let api = Api::<CustomResourceDefinition>::all(client.clone());
     let mut crds = issuer_crds.crds()?;
-    crds.push(CertificateRequest::crd());
-    crds.push(Certificate::crd());
-    for crd in crds {
-        match api.create(&PostParams::default(), &crd).await {
+    crds.extend(super::crds::cert_manager_crds()?);
+    for crd in &crds {
+        match api.create(&PostParams::default(), crd).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(e) => return Err(e).context("install CRD"),
         }
+    }
+    // A real API server serves a CRD's resource only once it is Established.
+    for crd in &crds {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let established = kube::runtime::conditions::is_crd_established();
+        let wait = kube::runtime::wait::await_condition(api.clone(), &name, established);
+        tokio::time::timeout(std::time::Duration::from_secs(30), wait)
+            .await
+            .with_context(|| format!("CRD {name} not Established after 30s"))??;
     }
     Ok(())
 }

@@ -35,3 +35,22 @@ pub fn go_issuer_crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
         .map(|text| serde_saphyr::from_str(text).context("parse a Go issuer CRD"))
         .collect()
 }
+
+/// cert-manager's CRDs for a cluster: with `E2E_REAL_PEERS`, cert-manager's own, as the module
+/// `scripts/real-peers.sh` built its controller from ships them (every `cert-manager.io` kind);
+/// otherwise our definitions of Certificate and CertificateRequest.
+pub fn cert_manager_crds() -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    use cfssl_issuer::api::certmanager::{Certificate, CertificateRequest};
+    use kube::CustomResourceExt as _;
+    let Some(dir) = super::real::peers_dir() else {
+        return Ok(vec![CertificateRequest::crd(), Certificate::crd()]);
+    };
+    let path = dir.join("cert-manager-crds.yaml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    let all: Vec<CustomResourceDefinition> =
+        serde_saphyr::from_multiple(&text).with_context(|| format!("parse {}", path.display()))?;
+    Ok(all
+        .into_iter()
+        .filter(|crd| crd.spec.group == "cert-manager.io")
+        .collect())
+}

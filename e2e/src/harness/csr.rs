@@ -9,7 +9,7 @@ use k8s_openapi::{
     ByteString,
     api::{
         certificates::v1::CertificateSigningRequest,
-        rbac::v1::{Role, RoleBinding},
+        rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding},
     },
 };
 use kube::{
@@ -108,7 +108,10 @@ impl KubeCsr {
     /// scenario ends.
     pub async fn create(&self, cluster: &Cluster) -> anyhow::Result<CertificateSigningRequest> {
         let client = match &self.username {
-            Some(user) => impersonating(&cluster.kubeconfig, user, &self.groups).await?,
+            Some(user) => {
+                allow_creating_csrs(cluster, user).await?;
+                impersonating(&cluster.kubeconfig, user, &self.groups).await?
+            }
             None => cluster.client.clone(),
         };
         let created = Api::<CertificateSigningRequest>::all(client)
@@ -214,6 +217,36 @@ pub async fn wait_issued(cluster: &Cluster, name: &str, timeout: Duration) -> an
             anyhow::bail!("CertificateSigningRequest {name} failed: {reason}: {message}")
         }
     }
+}
+
+/// Lets `user` create CertificateSigningRequests, as a requester must be allowed to: a
+/// ClusterRole and ClusterRoleBinding in a real cluster, an access rule in the in-process one.
+async fn allow_creating_csrs(cluster: &Cluster, user: &str) -> anyhow::Result<()> {
+    let (group, resource) = ("certificates.k8s.io", "certificatesigningrequests");
+    if let Some(server) = cluster.server() {
+        server.allow_access(AccessRule::new("create", group, resource).user(user));
+        return Ok(());
+    }
+    let name = format!("e2e-csr-requester-{user}");
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "rules": [{ "apiGroups": [group], "resources": [resource], "verbs": ["create"] }],
+    }))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))?;
+    let params = PatchParams::apply("e2e").force();
+    Api::<ClusterRole>::all(cluster.client.clone())
+        .patch(&name, &params, &Patch::Apply(&role))
+        .await
+        .context("apply the requester ClusterRole")?;
+    Api::<ClusterRoleBinding>::all(cluster.client.clone())
+        .patch(&name, &params, &Patch::Apply(&binding))
+        .await
+        .context("apply the requester ClusterRoleBinding")?;
+    Ok(())
 }
 
 /// Lets `user` reference our signers in `namespace`: the Issuer `issuer`, or all of them

@@ -6,6 +6,10 @@
 //! - `E2E_KUBECONFIG`: run against an existing cluster (kind) where `make deploy` installed the
 //!   manager and `make deploy-simple-cfssl` the CA; scenarios that must stop the CA or the
 //!   manager say so and return early there.
+//! - `E2E_REAL_PEERS`: the directory `scripts/real-peers.sh` built etcd and kube-apiserver
+//!   into; each scenario then starts a real API server of its own instead of the in-process
+//!   one (`make e2e-real`). Scenarios that need the in-process server's faults or counters
+//!   return early there.
 //! - `E2E_CFSSL_URL`, `E2E_CFSSL_KEY`, `E2E_CFSSL_TLS_CA`: the in-cluster CA as the manager
 //!   reaches it (defaults: the simple-cfssl Service, the test key, no extra trust).
 //! - `CFSSL_ISSUER_BIN`: the manager binary (default: `cfssl-issuer` next to the test binary,
@@ -22,6 +26,7 @@ mod manager;
 pub mod objects;
 mod own_managers;
 mod pki;
+pub mod real;
 pub mod scrape;
 pub mod scripted_ca;
 

@@ -30,9 +30,19 @@ impl Env {
     pub async fn start(args: &[&str]) -> anyhow::Result<Env> {
         let cluster = Cluster::start().await?;
         let ca = Ca::simple(cluster.is_external()).await?;
+        let args: Vec<&str> = ["--certificate-controllers"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .collect();
+        Self::start_on(cluster, ca, &args).await
+    }
+
+    /// The manager with `args` (no `--certificate-controllers` unless given) on `cluster`,
+    /// signing with `ca`.
+    pub async fn start_on(cluster: Cluster, ca: Ca, args: &[&str]) -> anyhow::Result<Env> {
         let system = "cfssl-issuer-system";
         cluster.ensure_namespace(system).await?;
-        let mut options = ManagerOptions::new(&cluster.kubeconfig, system).arg("--certificate-controllers");
+        let mut options = ManagerOptions::new(&cluster.kubeconfig, system);
         for arg in args {
             options = options.arg(*arg);
         }

@@ -131,6 +131,71 @@ where
     )
 }
 
+/// [`reflect`], with the watch started over (a fresh list, then a watch) at each item of
+/// `restarts`. After a CRD update kube-apiserver serves a watch opened before it from the old
+/// storage, pruning objects with the old schema, until it tears that storage down up to two
+/// request timeouts later (apiextensions-apiserver `crdHandler.tearDown`); a new list and
+/// watch read through the new schema at once.
+pub fn reflect_restarting<K>(
+    api: Api<K>,
+    writer: Writer<K>,
+    filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+    restarts: impl Stream<Item = ()> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: Reflected,
+{
+    let mut filter = filter;
+    let start = move || watcher(api.clone(), watcher::Config::default()).default_backoff();
+    drive(
+        restarting(start, restarts)
+            .try_filter_map(move |event| future::ready(Ok(filter(event))))
+            .reflect_shared(writer),
+    )
+}
+
+/// One step of [`restarting`].
+enum Step<T> {
+    Restart,
+    RestartsEnded,
+    Item(Option<T>),
+}
+
+/// The stream `start` makes, replaced by a new one from `start` at each item of `restarts`.
+fn restarting<S>(
+    start: impl Fn() -> S + Send + 'static,
+    restarts: impl Stream<Item = ()> + Send + 'static,
+) -> impl Stream<Item = S::Item> + Send
+where
+    S: Stream + Send + 'static,
+    S::Item: Send,
+{
+    let current = start().boxed();
+    let state = (current, Some(restarts.boxed()), start);
+    futures::stream::unfold(state, |(mut current, mut restarts, start)| async move {
+        loop {
+            let step = {
+                let restart = async {
+                    match restarts.as_mut() {
+                        Some(r) => r.next().await,
+                        None => future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    signal = restart => if signal.is_some() { Step::Restart } else { Step::RestartsEnded },
+                    item = current.next() => Step::Item(item),
+                }
+            };
+            match step {
+                Step::Restart => current = start().boxed(),
+                Step::RestartsEnded => restarts = None,
+                Step::Item(item) => return item.map(|item| (item, (current, restarts, start))),
+            }
+        }
+    })
+}
+
 /// The keys of the objects a relist (`Init` … `InitDone`) brings, to sweep what deletes missed
 /// while the watch was down left behind.
 #[derive(Debug, Default)]
@@ -156,5 +221,42 @@ impl Relist {
             watcher::Event::Apply(_) | watcher::Event::Delete(_) => {}
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// Each start of the inner stream yields its start number, then waits for ever; a restart
+    /// replaces it with the next one, and the end of `restarts` keeps the current one.
+    #[tokio::test]
+    async fn restarting_starts_the_stream_over_at_each_signal() {
+        let starts = Arc::new(AtomicUsize::new(0));
+        let counter = starts.clone();
+        let start = move || {
+            let n = counter.fetch_add(1, Ordering::SeqCst);
+            futures::stream::iter([n]).chain(futures::stream::pending())
+        };
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let restarts =
+            futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|()| ((), rx)) });
+        let mut stream = Box::pin(restarting(start, restarts));
+        async fn next<S: Stream + Unpin>(s: &mut S) -> Result<Option<S::Item>, tokio::time::error::Elapsed> {
+            tokio::time::timeout(Duration::from_millis(200), s.next()).await
+        }
+        assert_eq!(next(&mut stream).await, Ok(Some(0)));
+        tx.send(()).unwrap();
+        assert_eq!(next(&mut stream).await, Ok(Some(1)));
+        assert!(next(&mut stream).await.is_err(), "nothing until the next restart");
+        drop(tx);
+        assert!(
+            next(&mut stream).await.is_err(),
+            "restarts ended: the current stream goes on"
+        );
+        assert_eq!(starts.load(Ordering::SeqCst), 2);
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 pub use self::contexts::Contexts;
 use super::kit::secrets::SecretFeed;
-use super::kit::wiring::{Relist, Wiring, reflect};
+use super::kit::wiring::{Relist, Wiring, reflect, reflect_restarting};
 use super::kit::{Config, status};
 use super::signing::Recheck;
 use super::{certificate, certificaterequest, csr, issuer};
@@ -138,17 +138,20 @@ fn controllers(
 /// the object (see `watches`); requests for other issuers never reach the store.
 fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::BoxFuture<'static, ()> {
     let (issuers, requests) = (&ctx.issuers, ctx.requests.clone());
+    let schemas = &ctx.shared.status_schemas;
     let mut relist = Relist::default();
     future::join4(
-        reflect(
+        reflect_restarting(
             Api::<Issuer>::all(client.clone()),
             wiring.issuers.into_writer(),
             issuer_events(issuers),
+            schemas.changes(IssuerKind::Issuer),
         ),
-        reflect(
+        reflect_restarting(
             Api::<ClusterIssuer>::all(client.clone()),
             wiring.cluster_issuers.into_writer(),
             issuer_events(issuers),
+            schemas.changes(IssuerKind::ClusterIssuer),
         ),
         reflect(
             Api::<CertificateRequest>::all(client.clone()),

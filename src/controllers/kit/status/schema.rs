@@ -168,6 +168,23 @@ impl StatusSchemas {
         })
     }
 
+    /// Yields each time what `kind`'s schema holds changes after it was first learned: the
+    /// CRD was updated. The first learning, from the assumed default, is no such change.
+    pub fn changes(&self, kind: IssuerKind) -> impl futures::Stream<Item = ()> + Send + 'static {
+        let rx = self.sender(kind).subscribe();
+        let last = *rx.borrow();
+        futures::stream::unfold((rx, last), |(mut rx, mut last)| async move {
+            loop {
+                rx.changed().await.ok()?;
+                let now = *rx.borrow_and_update();
+                let was = std::mem::replace(&mut last, now);
+                if was != ObservedGeneration::Assumed && was != now {
+                    return Some(((), (rx, last)));
+                }
+            }
+        })
+    }
+
     /// Resolves once both kinds are learned (from the CRD or from a 403).
     pub async fn learned(&self) {
         for kind in [IssuerKind::Issuer, IssuerKind::ClusterIssuer] {
@@ -392,5 +409,35 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(1), schemas.learned())
             .await
             .expect("both learned");
+    }
+}
+
+#[cfg(test)]
+mod changes_tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Each value set in turn, and whether `changes` yields for it: the first learning is not
+    /// a schema change; an update of the CRD (one learned value to another) is.
+    #[tokio::test]
+    async fn a_schema_change_after_the_first_learning_yields() {
+        use ObservedGeneration::*;
+        let schemas = StatusSchemas::default();
+        let mut changes = Box::pin(schemas.changes(IssuerKind::Issuer));
+        let rows = [
+            (Declared, false),    // learned at start
+            (NotDeclared, true),  // the Go CRDs applied
+            (NotDeclared, false), // no change
+            (Unreadable, true),   // RBAC took the CRD away
+            (Declared, true),     // our CRDs
+        ];
+        for (value, want) in rows {
+            schemas.set(IssuerKind::Issuer, value);
+            let yielded = tokio::time::timeout(Duration::from_millis(50), changes.next()).await;
+            assert_eq!(yielded.is_ok(), want, "{value:?}");
+        }
+        schemas.set(IssuerKind::ClusterIssuer, NotDeclared);
+        let other = tokio::time::timeout(Duration::from_millis(50), changes.next()).await;
+        assert!(other.is_err(), "the other kind's change is not this kind's");
     }
 }
