@@ -129,3 +129,40 @@ async fn a_policy_denial_fails_issuance_and_nothing_is_signed() -> anyhow::Resul
     );
     Ok(())
 }
+
+/// The manager in these scenarios is no admin: it runs as the service account `config/`
+/// installs, with that install's RBAC and nothing more, so every scenario above also proves
+/// the RBAC sufficient; the real authorizer refuses it anything else.
+#[tokio::test]
+async fn the_manager_runs_with_the_installed_rbac_only() -> anyhow::Result<()> {
+    use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
+    if real::peers_dir().is_none() {
+        eprintln!("skipped: needs E2E_REAL_PEERS (make e2e-real)");
+        return Ok(());
+    }
+    let cluster = Cluster::start().await?;
+    let parsed = kube::config::Kubeconfig::read_from(cluster.manager_kubeconfig())?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default()).await?;
+    let manager = kube::Api::<SelfSubjectAccessReview>::all(kube::Client::try_from(config)?);
+    let rows = [
+        ("patch", "cert-manager.io", "certificaterequests", "status", true),
+        ("create", "authorization.k8s.io", "subjectaccessreviews", "", true),
+        ("create", "", "namespaces", "", false),
+        ("delete", "cfssl-issuer.wikimedia.org", "issuers", "", false),
+        ("update", "rbac.authorization.k8s.io", "clusterroles", "", false),
+    ];
+    for (verb, group, resource, subresource, want) in rows {
+        let review: SelfSubjectAccessReview = serde_json::from_value(serde_json::json!({
+            "spec": { "resourceAttributes": {
+                "verb": verb, "group": group, "resource": resource, "subresource": subresource } },
+        }))?;
+        let answer = manager.create(&Default::default(), &review).await?;
+        let allowed = answer.status.map(|s| s.allowed);
+        assert_eq!(
+            allowed,
+            Some(want),
+            "{verb} {resource}/{subresource} in {group:?}"
+        );
+    }
+    Ok(())
+}

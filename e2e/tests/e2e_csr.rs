@@ -35,7 +35,7 @@ impl Env {
         let ca = Ca::simple(cluster.is_external()).await?;
         let system = std::env::var("E2E_SYSTEM_NAMESPACE").unwrap_or_else(|_| "cfssl-issuer-system".into());
         cluster.ensure_namespace(&system).await?;
-        let mut options = ManagerOptions::new(&cluster.kubeconfig, &system);
+        let mut options = ManagerOptions::new(cluster.manager_kubeconfig(), &system);
         for arg in args {
             options = options.arg(*arg);
         }

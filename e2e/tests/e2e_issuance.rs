@@ -43,7 +43,7 @@ impl Env {
         let system = std::env::var("E2E_SYSTEM_NAMESPACE").unwrap_or_else(|_| "cfssl-issuer-system".into());
         cluster.ensure_namespace(&system).await?;
         let trust = tempfile::tempdir()?;
-        let mut options = ManagerOptions::new(&cluster.kubeconfig, &system);
+        let mut options = ManagerOptions::new(cluster.manager_kubeconfig(), &system);
         // The Go CRDs have no `spec.caBundle` (a create prunes it): their users make the
         // manager trust the CA through its trust store.
         if issuer_crds == IssuerCrds::Go

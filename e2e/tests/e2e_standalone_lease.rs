@@ -57,7 +57,7 @@ async fn put_lease(cluster: &Cluster, holder: &str, age: SignedDuration) -> anyh
 }
 
 fn standalone(cluster: &Cluster) -> ManagerOptions {
-    ManagerOptions::new(&cluster.kubeconfig, SYSTEM).arg("--certificate-controllers")
+    ManagerOptions::new(cluster.manager_kubeconfig(), SYSTEM).arg("--certificate-controllers")
 }
 
 const REFUSED: &str = "standalone mode refused: cert-manager is running (Lease kube-system/cert-manager-controller held by cert-manager-7d9f_4f1e until";
@@ -82,7 +82,7 @@ async fn a_held_lease_refuses_standalone_mode() -> anyhow::Result<()> {
     assert!(!log.contains("controllers started"), "nothing ran:\n{log}");
 
     // Without standalone mode the same cluster is fine: the Lease is not even read.
-    let mut plain = Manager::start(ManagerOptions::new(&cluster.kubeconfig, SYSTEM)).await?;
+    let mut plain = Manager::start(ManagerOptions::new(cluster.manager_kubeconfig(), SYSTEM)).await?;
     plain.wait_ready(EXIT_WAIT).await?;
     Ok(())
 }

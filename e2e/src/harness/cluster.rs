@@ -61,6 +61,7 @@ impl Cluster {
             let real = RealServer::start(&peers).await?;
             let client = real.client().await?;
             install_crds(&client, issuer_crds).await?;
+            real.install_manager_rbac().await?;
             return Ok(Cluster {
                 client,
                 kubeconfig: real.kubeconfig.clone(),
@@ -84,6 +85,15 @@ impl Cluster {
     /// The in-process server, for request counts and faults; `None` on a real cluster.
     pub fn server(&self) -> Option<&TestServer> {
         self.server.as_ref()
+    }
+
+    /// The kubeconfig a manager the suite starts runs with: on a real kube-apiserver the
+    /// manager's service account, with the RBAC `config/` installs; elsewhere the admin's.
+    pub fn manager_kubeconfig(&self) -> &std::path::Path {
+        match &self.real {
+            Some(real) => &real.manager_kubeconfig,
+            None => &self.kubeconfig,
+        }
     }
 
     /// The real kube-apiserver this scenario started (`E2E_REAL_PEERS`); `None` otherwise.

@@ -57,6 +57,6 @@ impl OwnManagers {
 
     /// A manager against this cluster, with [`SYSTEM`] as its cluster resource namespace.
     pub fn options(&self) -> ManagerOptions {
-        ManagerOptions::new(&self.cluster.kubeconfig, SYSTEM)
+        ManagerOptions::new(self.cluster.manager_kubeconfig(), SYSTEM)
     }
 }

@@ -17,6 +17,12 @@ use tokio::process::{Child, Command};
 
 /// The token of the cluster's admin (group `system:masters`).
 const ADMIN_TOKEN: &str = "e2e-admin-token";
+/// The manager runs as the service account `config/` installs it with, authenticated by a
+/// static token: RBAC then grants it exactly what the install grants.
+const MANAGER_NAMESPACE: &str = "cfssl-issuer-system";
+const MANAGER_USER: &str = "system:serviceaccount:cfssl-issuer-system:cfssl-issuer-controller-manager";
+const MANAGER_TOKEN: &str = "e2e-manager-token";
+const RBAC_KINDS: [&str; 4] = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
 
 /// The directory with the real peers' binaries, when `make e2e-real` runs the suite.
 pub fn peers_dir() -> Option<PathBuf> {
@@ -26,6 +32,8 @@ pub fn peers_dir() -> Option<PathBuf> {
 /// A running etcd and kube-apiserver; dropping it stops both and removes their data.
 pub struct RealServer {
     pub kubeconfig: PathBuf,
+    /// As the manager's service account (see [`RealServer::install_manager_rbac`]).
+    pub manager_kubeconfig: PathBuf,
     pub url: String,
     apiserver: Child,
     etcd: Child,
@@ -56,8 +64,12 @@ impl RealServer {
             Some(ADMIN_TOKEN),
             "default",
         )?;
+        let manager_kubeconfig = dir.path().join("manager-kubeconfig");
+        let (ca, token) = (Some(pki.ca_pem.as_str()), Some(MANAGER_TOKEN));
+        kube_testserver::write_kubeconfig(&manager_kubeconfig, &url, ca, token, MANAGER_NAMESPACE)?;
         let mut server = RealServer {
             kubeconfig,
+            manager_kubeconfig,
             url,
             apiserver,
             etcd,
@@ -72,6 +84,38 @@ impl RealServer {
         let parsed = Kubeconfig::read_from(&self.kubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default()).await?;
         Ok(Client::try_from(config)?)
+    }
+
+    /// Grants the manager's service account what a user's install grants it: the RBAC of
+    /// `config/default` with the `certificate-controllers` component, rendered by kubectl's
+    /// kustomize and applied as the admin.
+    pub async fn install_manager_rbac(&self) -> anyhow::Result<()> {
+        use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+        let client = self.client().await?;
+        let ns: k8s_openapi::api::core::v1::Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": MANAGER_NAMESPACE } }))?;
+        let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
+        match namespaces.create(&Default::default(), &ns).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(err) => return Err(err.into()),
+        }
+        let params = PatchParams::apply("e2e").force();
+        for doc in rendered_rbac(self.dir.path())? {
+            let object: DynamicObject = serde_json::from_value(doc.clone())?;
+            let types = object.types.as_ref().context("apiVersion and kind")?;
+            let gvk = GroupVersionKind::try_from(types)?;
+            let resource = ApiResource::from_gvk(&gvk);
+            let name = object.metadata.name.clone().unwrap_or_default();
+            let api: kube::Api<DynamicObject> = match &object.metadata.namespace {
+                Some(ns) => kube::Api::namespaced_with(client.clone(), ns, &resource),
+                None => kube::Api::all_with(client.clone(), &resource),
+            };
+            api.patch(&name, &params, &Patch::Apply(&doc))
+                .await
+                .with_context(|| format!("apply {} {name}", gvk.kind))?;
+        }
+        Ok(())
     }
 
     /// What the two processes wrote, for a failure message.
@@ -121,6 +165,37 @@ impl RealServer {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+}
+
+/// The RBAC objects of `config/default` with the `certificate-controllers` component.
+fn rendered_rbac(scratch: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../config")
+        .canonicalize()?;
+    let overlay = scratch.join("rbac-overlay");
+    std::fs::create_dir_all(&overlay)?;
+    let overlay = overlay.canonicalize()?;
+    // kustomize takes only relative paths: up to `/` from the overlay, then down to config/.
+    let up = "../".repeat(overlay.components().count().saturating_sub(1));
+    let relative = |p: PathBuf| format!("{up}{}", p.strip_prefix("/").unwrap_or(&p).display());
+    let kustomization = format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
+        relative(config.join("default")),
+        relative(config.join("components/certificate-controllers")),
+    );
+    std::fs::write(overlay.join("kustomization.yaml"), kustomization)?;
+    let out = std::process::Command::new(super::kubectl_bin())
+        .arg("kustomize")
+        .arg(&overlay)
+        .output()
+        .context("run kubectl kustomize")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    anyhow::ensure!(out.status.success(), "kubectl kustomize: {stderr}");
+    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&String::from_utf8(out.stdout)?)?;
+    Ok(docs
+        .into_iter()
+        .filter(|d| d["kind"].as_str().is_some_and(|k| RBAC_KINDS.contains(&k)))
+        .collect())
 }
 
 fn spawn(peers: &Path, name: &str, args: &[String], dir: &Path) -> anyhow::Result<Child> {
@@ -239,7 +314,10 @@ impl Pki {
         std::fs::write(&pki.service_account_pub, service_account.public_key_pem())?;
         std::fs::write(
             &pki.tokens,
-            format!("{ADMIN_TOKEN},e2e-admin,e2e-admin,\"system:masters\"\n"),
+            format!(
+                "{ADMIN_TOKEN},e2e-admin,e2e-admin,\"system:masters\"\n\
+                 {MANAGER_TOKEN},{MANAGER_USER},e2e-manager,\"system:serviceaccounts,system:serviceaccounts:{MANAGER_NAMESPACE}\"\n"
+            ),
         )?;
         Ok(pki)
     }

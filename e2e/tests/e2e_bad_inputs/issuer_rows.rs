@@ -370,8 +370,8 @@ async fn catalogue_issuer_rows() -> anyhow::Result<()> {
         true => None,
         // Debug lines too: every line is searched for secrets at the end.
         false => {
-            let options =
-                ManagerOptions::new(&cluster.kubeconfig, &system).env("RUST_LOG", "info,cfssl_issuer=debug");
+            let options = ManagerOptions::new(cluster.manager_kubeconfig(), &system)
+                .env("RUST_LOG", "info,cfssl_issuer=debug");
             Some(Manager::start(options).await?)
         }
     };

@@ -799,7 +799,7 @@ async fn catalogue_request_rows() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
     let system = "cfssl-issuer-system";
     cluster.ensure_namespace(system).await?;
-    let options = ManagerOptions::new(&cluster.kubeconfig, system)
+    let options = ManagerOptions::new(cluster.manager_kubeconfig(), system)
         .arg("--cfssl-timeout")
         .arg(CFSSL_TIMEOUT)
         .arg("--health-check-interval")

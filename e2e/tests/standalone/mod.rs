@@ -42,7 +42,7 @@ impl Env {
     pub async fn start_on(cluster: Cluster, ca: Ca, args: &[&str]) -> anyhow::Result<Env> {
         let system = "cfssl-issuer-system";
         cluster.ensure_namespace(system).await?;
-        let mut options = ManagerOptions::new(&cluster.kubeconfig, system);
+        let mut options = ManagerOptions::new(cluster.manager_kubeconfig(), system);
         for arg in args {
             options = options.arg(*arg);
         }
