@@ -4,7 +4,7 @@
 # all built from their Go modules by scripts/real-peers.sh. The suite's multirootca scenarios
 # run a current CFSSL (the one built there) instead of Debian's 2016 build.
 #
-# Needs Go 1.25 or later with the module proxy, the Rust toolchain, openssl and kubectl.
+# Needs Go 1.26 or later with the module proxy, the Rust toolchain, openssl and kubectl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

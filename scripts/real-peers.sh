@@ -110,7 +110,7 @@ link() {
 case "${1:-build}" in
   dir) echo "$REAL_PEERS_DIR/bin" ;;
   build)
-    command -v go >/dev/null || { echo "real-peers: needs Go 1.25 or later (go not found)" >&2; exit 1; }
+    command -v go >/dev/null || { echo "real-peers: needs Go 1.26 or later (go not found)" >&2; exit 1; }
     mkdir -p "$REAL_PEERS_DIR"
     for peer in ${REAL_PEERS:-etcd kube_apiserver cfssl cert_manager}; do "build_$peer"; done
     link
