@@ -122,10 +122,20 @@ pub fn reflect_with<K>(
 where
     K: Reflected,
 {
-    let mut filter = filter;
+    reflect_events(watcher(api, config).default_backoff(), writer, filter)
+}
+
+/// Drives `events` through `filter` into `writer`: what every `reflect*` shares.
+fn reflect_events<K>(
+    events: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
+    writer: Writer<K>,
+    mut filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
+) -> BoxFuture<'static, ()>
+where
+    K: Reflected,
+{
     drive(
-        watcher(api, config)
-            .default_backoff()
+        events
             .try_filter_map(move |event| future::ready(Ok(filter(event))))
             .reflect_shared(writer),
     )
@@ -145,13 +155,8 @@ pub fn reflect_restarting<K>(
 where
     K: Reflected,
 {
-    let mut filter = filter;
     let start = move || watcher(api.clone(), watcher::Config::default()).default_backoff();
-    drive(
-        restarting(start, restarts)
-            .try_filter_map(move |event| future::ready(Ok(filter(event))))
-            .reflect_shared(writer),
-    )
+    reflect_events(restarting(start, restarts), writer, filter)
 }
 
 /// One step of [`restarting`].
