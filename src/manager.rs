@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// Timeout of each request to a CFSSL CA.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub cfssl_timeout: Duration,
+    /// The longest one sign or health check may take, every URL of the issuer tried included.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub cfssl_sign_deadline: Duration,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
@@ -196,6 +199,7 @@ impl RunArgs {
         config.max_retry_duration = self.max_retry_duration;
         config.concurrency = self.concurrency;
         config.cfssl_timeout = self.cfssl_timeout;
+        config.sign_deadline = self.cfssl_sign_deadline;
         config.standalone = self.standalone.settings()?;
         config.kubernetes_csr = (!self.disable_kubernetes_csr_controller).then_some(CsrSettings {
             namespaced_signers: !self.disable_kubernetes_csr_namespaced_signers,

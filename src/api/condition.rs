@@ -133,6 +133,24 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
 }
 
+/// The longest condition message written. Messages quote what tenants wrote (names, URLs, a
+/// CA's answer); the API server would take 32 KiB of each on every status write.
+pub const MAX_MESSAGE: usize = 4096;
+
+/// Pure: `message` cut to [`MAX_MESSAGE`] bytes at a character boundary, with `...` when cut.
+pub fn bounded(message: impl Into<String>) -> String {
+    let mut message = message.into();
+    if message.len() > MAX_MESSAGE {
+        let end = (0..=MAX_MESSAGE - 3)
+            .rev()
+            .find(|&i| message.is_char_boundary(i))
+            .unwrap_or(0);
+        message.truncate(end);
+        message.push_str("...");
+    }
+    message
+}
+
 impl Condition {
     /// A condition that transitioned at `now`, truncated to whole seconds as the API server
     /// stores it, so a freshly built condition compares equal to its round-tripped self.
@@ -149,7 +167,7 @@ impl Condition {
             type_: type_.into(),
             status,
             reason: reason.into(),
-            message: message.into(),
+            message: bounded(message),
             last_transition_time: Some(Time(now)),
             observed_generation,
         }
@@ -254,6 +272,27 @@ mod tests {
 
     fn at(second: i64) -> Timestamp {
         Timestamp::from_second(second).unwrap()
+    }
+
+    #[test]
+    fn bounded_table() {
+        let cases = [
+            ("short".to_string(), "short".to_string()),
+            ("a".repeat(MAX_MESSAGE), "a".repeat(MAX_MESSAGE)),
+            (
+                "a".repeat(MAX_MESSAGE + 1),
+                format!("{}...", "a".repeat(MAX_MESSAGE - 3)),
+            ),
+            (
+                format!("{}é{}", "a".repeat(MAX_MESSAGE - 4), "a".repeat(10)),
+                format!("{}...", "a".repeat(MAX_MESSAGE - 4)),
+            ),
+        ];
+        for (message, want) in cases {
+            let got = bounded(message.clone());
+            assert_eq!(got, want, "{}", message.len());
+            assert!(got.len() <= MAX_MESSAGE);
+        }
     }
 
     fn ready(status: ConditionStatus, reason: &str, message: &str, second: i64) -> Condition {

@@ -14,7 +14,8 @@ mod issuer;
 
 pub use certmanager::{cert_manager_crds, cert_manager_crds_yaml};
 pub use condition::{
-    Condition, ConditionLike, ConditionStatus, READY, ReadyReason, WritableCondition, find_condition,
+    Condition, ConditionLike, ConditionStatus, MAX_MESSAGE, READY, ReadyReason, WritableCondition, bounded,
+    find_condition,
 };
 pub use issuer::{
     AnyIssuer, ClusterIssuer, GROUP, Issuer, IssuerKind, IssuerSpec, IssuerStatus, VERSION, crds, crds_yaml,

@@ -105,6 +105,15 @@ pub struct Signed {
     pub endpoint: String,
 }
 
+/// The largest `caBundle` read: cert-manager's largest bundle (150 CAs of about 2,200 bytes).
+/// The issuer cache cuts a longer one to one byte over this, so this check still sees it.
+pub const MAX_CA_BUNDLE: usize = crate::certificates::decode::MAX_BUNDLE_PEM;
+
+/// A `caBundle` over [`MAX_CA_BUNDLE`].
+#[derive(Debug, thiserror::Error)]
+#[error("it is over the {MAX_CA_BUNDLE} bytes this manager reads")]
+struct BundleTooLarge;
+
 /// A client for one issuer: one label, profile and key against an ordered list of URLs.
 #[derive(Debug)]
 pub struct Client {
@@ -126,6 +135,9 @@ impl Client {
             .user_agent(concat!("cfssl-issuer/", env!("CARGO_PKG_VERSION")))
             .no_proxy();
         if let Some(pem) = &config.ca_bundle_pem {
+            if pem.len() > MAX_CA_BUNDLE {
+                return Err(Error::CaBundle(Box::new(BundleTooLarge)));
+            }
             let certs =
                 reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::CaBundle(Box::new(e)))?;
             if certs.is_empty() {

@@ -12,7 +12,7 @@ pub mod wire;
 
 pub use answer::parse_answer;
 pub use auth::{AuthKey, KeyError};
-pub use client::{Client, ClientConfig, Health, Info, Signed};
+pub use client::{Client, ClientConfig, Health, Info, MAX_CA_BUNDLE, Signed};
 pub use endpoints::{Endpoints, EndpointsError, UrlProblem, redact, redact_list};
 pub use error::{
     Attempt, BoxError, Call, CallError, Class, Error, Failure, IssuerFault, MalformedAnswer, NoCertificate,

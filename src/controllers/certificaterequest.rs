@@ -5,6 +5,7 @@
 //! Observe ([`observe`]), decide ([`decide`] for the contract's step, [`plan`] for the exact
 //! writes); the signing pipeline ([`crate::controllers::signing::pipeline`]) does the rest.
 
+pub mod budget;
 pub mod decide;
 pub mod expiry;
 pub mod observe;

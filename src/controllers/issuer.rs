@@ -17,11 +17,14 @@ pub use self::wiring::controller;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
 use super::kit::plan::{self, Next, Plan, Target};
+use super::kit::shares::SHARE_REQUEUE;
 use super::kit::status::FieldManager;
 use super::kit::status::schema::{self as status_schema, ObservedGeneration};
 use super::kit::{Error, Shared};
+use super::signing::IssuerName;
 use super::signing::signer::{self, Signer};
 use crate::api::{AnyIssuer, IssuerKind};
+use crate::cfssl::Call;
 use crate::telemetry::metrics::Controller;
 
 /// What the issuer controllers work with.
@@ -52,7 +55,14 @@ pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<IssuerContext>) ->
     let key = signer::key(&*issuer);
     let shared = &ctx.shared;
     shared.metrics.reconciled(controller_of::<K>());
-    let verdict = check(&*issuer, &ctx.signer).await;
+    let verdict = {
+        let tenant = signer::tenant(&IssuerName::of(&*issuer));
+        let Some(_slot) = ctx.signer.checks.enter(&tenant).await else {
+            tracing::debug!(issuer = %key, "its tenant's share of health checks is in use; later");
+            return Ok(Action::requeue(SHARE_REQUEUE));
+        };
+        check(&*issuer, &ctx.signer).await
+    };
     shared.metrics.set_issuer_ready(&key, verdict.ready);
     tracing::debug!(issuer = %key, ready = verdict.ready, reason = verdict.reason.as_str(), "checked");
     let schema = shared.status_schemas.get(K::KIND);
@@ -87,7 +97,8 @@ async fn check<K: AnyIssuer>(issuer: &K, signer: &Signer) -> Verdict {
     match signer.client(issuer, credentials) {
         Err(err) => decide::verdict(Observation::Client(&err)),
         Ok(client) => {
-            let result = signer.timed(issuer, "check", client.check()).await;
+            let check = signer.within_deadline(&client, Call::Info, client.check());
+            let result = signer.timed(issuer, "check", check).await;
             let verdict = decide::verdict(Observation::Check(result.as_ref().map(|_| ())));
             let verdict = decide::additional_data(verdict, additional_data);
             decide::transport(verdict, &client.endpoints().plaintext())

@@ -27,7 +27,7 @@ pub fn condition(
         type_: type_.to_string(),
         status: ConditionStatus::from_bool(status).as_str().to_string(),
         reason: reason.to_string(),
-        message: message.to_string(),
+        message: crate::api::bounded(message),
         last_transition_time: Some(Time(now)),
         ..CertificateCondition::default()
     }

@@ -23,7 +23,8 @@ use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::secrets::SecretMeta;
-use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
+use crate::controllers::kit::size::json_len;
+use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with, watch_config};
 
 /// The two watches standalone mode adds.
 pub struct StandaloneWatches {
@@ -171,11 +172,11 @@ fn names_secret(crt: &Certificate, name: &str) -> bool {
 
 /// Runs the two watches until the process ends.
 fn watch(client: &kube::Client, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
-    let fao = watcher::Config::default().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
+    let fao = watch_config().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
     future::join(
         reflect_with(
             Api::<Certificate>::all(client.clone()),
-            watcher::Config::default(),
+            watch_config(),
             watches.certificates.into_writer(),
             ours_only,
         ),
@@ -183,7 +184,7 @@ fn watch(client: &kube::Client, watches: StandaloneWatches) -> BoxFuture<'static
             Api::<Secret>::all(client.clone()),
             fao,
             watches.secrets.into_writer(),
-            Some,
+            cacheable_only,
         ),
     )
     .map(drop)
@@ -197,4 +198,39 @@ fn ours_only(event: watcher::Event<Certificate>) -> Option<watcher::Event<Certif
         watcher::Event::InitApply(crt) if !is_ours(&crt) => None,
         event => Some(event),
     }
+}
+
+/// The most a cached Secret may hold: its data, and its metadata. An issued Secret with every
+/// output format and keystore of an RSA-8192 key is under 64 KiB.
+const MAX_SECRET_DATA: usize = 256 * 1024;
+const MAX_SECRET_METADATA: usize = 64 * 1024;
+
+/// Keeps in the store only labelled Secrets of our issuers' Certificates (issued for our group,
+/// or next-key Secrets) of a bounded size: anyone may label a Secret. One the store does not
+/// hold is read live when a Certificate names it (`observe::secret_named`).
+fn cacheable_only(event: watcher::Event<Secret>) -> Option<watcher::Event<Secret>> {
+    match event {
+        watcher::Event::Apply(secret) if !cacheable(&secret) => Some(watcher::Event::Delete(secret)),
+        watcher::Event::InitApply(secret) if !cacheable(&secret) => None,
+        event => Some(event),
+    }
+}
+
+/// Pure: whether the Secret store keeps `secret`.
+fn cacheable(secret: &Secret) -> bool {
+    let ours = secret
+        .annotations()
+        .get(crate::certificates::keys::annotation::ISSUER_GROUP)
+        .is_some_and(|group| group == crate::api::GROUP);
+    let next_key = secret
+        .labels()
+        .get(label::NEXT_PRIVATE_KEY)
+        .is_some_and(|v| v == "true");
+    let data: usize = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.0.len())
+        .sum();
+    (ours || next_key) && data <= MAX_SECRET_DATA && json_len(&secret.metadata) <= MAX_SECRET_METADATA
 }

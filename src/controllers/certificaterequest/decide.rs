@@ -4,6 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
+use super::budget::Oversize;
 use crate::api::certmanager::RequestReason;
 use crate::api::{ConditionLike, ConditionStatus, IssuerKind, READY};
 use crate::controllers::signing::Readiness;
@@ -30,6 +31,8 @@ pub struct RequestView {
     pub failure_time: Option<Time>,
     /// `metadata.creationTimestamp`: when the wait for approval began.
     pub created: Option<Timestamp>,
+    /// Over a budget: the cache kept it without its body.
+    pub oversize: Option<Oversize>,
 }
 
 impl RequestView {
@@ -123,6 +126,9 @@ pub fn decide(request: &RequestView, issuer: &IssuerView, approval_required: boo
     }
     if request.has_certificate() {
         return Step::ConfirmIssued;
+    }
+    if let Some(oversize) = request.oversize {
+        return Step::Reject(format!("the request cannot be signed: {oversize}"));
     }
     let (kind, name, state) = match issuer {
         IssuerView::UnknownKind(other) => {

@@ -3,6 +3,7 @@
 
 use kube::ResourceExt;
 
+use super::budget::Oversize;
 use super::decide::{IssuerView, Ready, RequestView};
 use crate::api::certmanager::{self, CertificateRequest, RequestReason};
 use crate::api::{ConditionStatus, IssuerKind};
@@ -31,6 +32,7 @@ pub fn request_view(cr: &CertificateRequest) -> RequestView {
         certificate,
         failure_time: status.and_then(|s| s.failure_time.clone()),
         created: cr.metadata.creation_timestamp.as_ref().map(|t| t.0),
+        oversize: Oversize::of(cr),
     }
 }
 

@@ -178,7 +178,7 @@ impl ReadyWrite {
         ReadyWrite {
             status: ConditionStatus::False,
             reason: RequestReason::Pending,
-            message: message.into(),
+            message: crate::api::bounded(message),
             chain: None,
             failed: false,
         }
@@ -188,7 +188,7 @@ impl ReadyWrite {
         ReadyWrite {
             status: ConditionStatus::False,
             reason,
-            message: message.into(),
+            message: crate::api::bounded(message),
             chain: None,
             failed: true,
         }

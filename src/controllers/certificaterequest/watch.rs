@@ -7,6 +7,8 @@
 //!   becomes ours later; should one change group anyway, its update is turned into a delete,
 //!   which takes it out of the cache and triggers nothing.
 //! - `managedFields` are dropped from every request: nothing reads them.
+//! - A request over a budget (its CSR over 64 KiB, or the rest over 64 KiB) is kept without
+//!   its body ([`super::budget`]): the controller fails it from what the cache says it held.
 //! - A terminal request (Issued, Failed, Denied) is cached bare (name, namespace, UID: no
 //!   issuer, so its reconcile returns at once), unless the standalone controllers run
 //!   (issuing reads a signed request's chain from it): the controller has nothing more to do
@@ -25,6 +27,7 @@
 use kube::ResourceExt;
 use kube::runtime::watcher::Event;
 
+use super::budget::within_budget;
 use super::observe::is_terminal;
 use super::{RequestContext, expiry_labels, request_key};
 use crate::api::IssuerKind;
@@ -47,7 +50,7 @@ pub fn trim_request_event(
     let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_chains);
     let slim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
-        cr
+        within_budget(cr)
     };
     match event {
         Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),

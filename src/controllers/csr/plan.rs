@@ -111,7 +111,7 @@ fn failed(invalid: &Invalid, now: Timestamp, signed: bool) -> Decision {
         "type": "Failed",
         "status": "True",
         "reason": invalid.reason,
-        "message": invalid.message,
+        "message": crate::api::bounded(invalid.message.as_str()),
         "lastUpdateTime": now,
         "lastTransitionTime": now,
     });

@@ -18,7 +18,7 @@ use super::signer_name;
 use super::{CsrContext, error_policy, reconcile};
 use crate::api::{ClusterIssuer, Issuer};
 use crate::controllers::kit::wiring::Relist;
-use crate::controllers::kit::wiring::{Wiring, drive};
+use crate::controllers::kit::wiring::{Wiring, drive, watch_config};
 
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();
@@ -26,7 +26,7 @@ pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, (
     let (forgets, mut relist) = (ctx.clone(), Relist::default());
     let csrs = watcher(
         Api::<CertificateSigningRequest>::all(ctx.core.shared.client.clone()),
-        watcher::Config::default(),
+        watch_config(),
     )
     .default_backoff()
     .try_filter_map(move |event| {

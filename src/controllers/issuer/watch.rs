@@ -13,9 +13,44 @@ use kube::runtime::watcher::Event;
 
 use super::IssuerContext;
 use crate::api::AnyIssuer;
+use crate::cfssl::MAX_CA_BUNDLE;
 use crate::clock::lock;
 use crate::controllers::kit::wiring::Relist;
 use crate::controllers::signing::signer::key;
+
+/// The longest `url`, `label`, `profile` or `authSecretName` the cache keeps; a longer one is
+/// cut to this, which no CA or Secret name matches.
+const MAX_FIELD: usize = 8 * 1024;
+
+/// Pure: the issuer as the cache keeps it. Tenants write Issuers, so nothing of one may be
+/// larger in the cache than the checks read: metadata the controllers never look at goes, and
+/// a `caBundle` over the largest bundle read is cut to one byte over it, so the check still
+/// says it is too large.
+pub fn slim<K: AnyIssuer>(mut issuer: K) -> K {
+    let meta = issuer.meta_mut();
+    meta.managed_fields = None;
+    meta.annotations = None;
+    meta.labels = None;
+    let spec = issuer.spec_mut();
+    for field in [&mut spec.url, &mut spec.label, &mut spec.auth_secret_name]
+        .into_iter()
+        .chain(spec.profile.as_mut())
+    {
+        cut(field, MAX_FIELD);
+    }
+    if let Some(bundle) = spec.ca_bundle.as_mut() {
+        bundle.0.truncate(MAX_CA_BUNDLE + 1);
+    }
+    issuer
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary.
+fn cut(text: &mut String, max: usize) {
+    if text.len() > max {
+        let end = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        text.truncate(end);
+    }
+}
 
 /// Observe: one issuer watch event; a delete forgets the issuer, the end of a relist every
 /// issuer of this kind it did not bring.

@@ -18,6 +18,8 @@ pub struct Config {
     pub concurrency: u16,
     /// Per-request timeout towards the CA.
     pub cfssl_timeout: Duration,
+    /// The longest one sign or health check may take, every URL of the issuer tried included.
+    pub sign_deadline: Duration,
     /// Standalone mode (the Certificate controllers), when on.
     pub standalone: Option<StandaloneSettings>,
     /// Signing Kubernetes CertificateSigningRequests, when on.
@@ -41,6 +43,7 @@ impl Config {
             approval_required: true,
             concurrency: 8,
             cfssl_timeout: crate::cfssl::ClientConfig::DEFAULT_TIMEOUT,
+            sign_deadline: Duration::from_secs(60),
             standalone: None,
             kubernetes_csr: Some(CsrSettings {
                 namespaced_signers: true,

@@ -1,8 +1,9 @@
 //! The kit every controller is built from: settings ([`config`]), what all of them share
 //! ([`shared`]), the plan and its one executor ([`plan`]) with the object writes a plan can
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
-//! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
-//! Secret metadata feed ([`secrets`]). It uses nothing else of `controllers`.
+//! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]), the
+//! Secret metadata feed ([`secrets`]) object sizes ([`size`]) and
+//! tenants' fair shares of the reconcile slots ([`shares`]). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
@@ -11,6 +12,8 @@ pub mod events;
 pub mod plan;
 pub mod secrets;
 pub mod shared;
+pub mod shares;
+pub mod size;
 pub mod status;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -170,7 +170,8 @@ fn issuer_events<K: AnyIssuer>(
 ) -> impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static + use<K> {
     let ctx = ctx.clone();
     let mut relist = Relist::default();
-    move |event| {
+    move |event: watcher::Event<K>| {
+        let event = event.modify(|issuer| *issuer = issuer::watch::slim(issuer.clone()));
         issuer::watch::issuer_event(&event, &ctx, &mut relist);
         Some(event)
     }

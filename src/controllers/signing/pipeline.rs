@@ -16,9 +16,10 @@ use super::issuers::{IssuerName, Issuers};
 use super::ledger::{Ledger, Memo};
 use super::once::Held;
 use super::outcome::Outcome;
-use super::signer::Signer;
+use super::signer::{Signer, tenant};
 use crate::controllers::kit::events::Events;
 use crate::controllers::kit::plan::{self, Next, Plan, Target};
+use crate::controllers::kit::shares::SHARE_REQUEUE;
 use crate::controllers::kit::status::FieldManager;
 use crate::controllers::kit::{Error, Shared};
 use crate::telemetry::metrics::Controller;
@@ -160,6 +161,11 @@ pub async fn reconcile<A: Adapter>(object: Arc<A::Object>, ctx: Arc<A>) -> Resul
         "reconciled"
     );
     if decision.plan.next == Next::Work(Work::Sign) {
+        let tenant = seen.issuer.as_ref().map(tenant).unwrap_or_default();
+        let Some(_slot) = core.signer.signs.enter(&tenant).await else {
+            tracing::debug!(object = %plan::describe(&*object), %tenant, "its tenant's share of signs is in use; later");
+            return Ok(Action::requeue(SHARE_REQUEUE));
+        };
         core.ledger.before(&seen.uid, decision.memo, core.shared.now());
         let Some(outcome) = sign(&*ctx, &object, &seen).await else {
             return Ok(Action::await_change());

@@ -15,13 +15,14 @@ pub use self::clients::{Clients, Fingerprint};
 pub use self::credentials::{Credentials, SecretProblem};
 use k8s_openapi::jiff::Timestamp;
 
-use super::issuers::Found;
+use super::issuers::{Found, IssuerName};
 use super::outcome::{Outcome, blame, outcome};
 use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
 use crate::cfssl::{self, Class, ClientConfig};
 use crate::clock::Clock;
 use crate::controllers::kit::Config;
 use crate::controllers::kit::secrets::SecretIndex;
+use crate::controllers::kit::shares::{SHARE_WAIT, Shares, share_of};
 use crate::telemetry::Metrics;
 use crate::telemetry::metrics::{CallLabels, IssuerLabels};
 
@@ -31,6 +32,15 @@ pub fn key<K: AnyIssuer>(issuer: &K) -> String {
     match issuer.namespace() {
         Some(ns) => format!("{}/{ns}/{}", K::KIND, issuer.name_any()),
         None => format!("{}/{}", K::KIND, issuer.name_any()),
+    }
+}
+
+/// Pure: whose share of the reconcile slots a call for `issuer` counts against: its namespace
+/// (a tenant may make many Issuers), or the ClusterIssuer itself (made by the cluster's admin).
+pub fn tenant(issuer: &IssuerName) -> String {
+    match &issuer.namespace {
+        Some(namespace) => format!("namespace/{namespace}"),
+        None => format!("{}/{}", issuer.kind, issuer.name),
     }
 }
 
@@ -50,6 +60,12 @@ pub struct Signer {
     /// The resourceVersion of every Secret, kept by the Secret metadata watch (see
     /// [`Signer::client_for`]).
     secrets: SecretIndex,
+    /// The longest one sign or check may take (`--cfssl-sign-deadline`).
+    deadline: std::time::Duration,
+    /// Each tenant's share of the signs in flight.
+    pub signs: Shares,
+    /// Each tenant's share of the health checks in flight.
+    pub checks: Shares,
 }
 
 /// Why the signer has no client for an issuer.
@@ -82,6 +98,9 @@ impl Signer {
             metrics,
             clients: Clients::default(),
             secrets: SecretIndex::default(),
+            deadline: config.sign_deadline,
+            signs: Shares::new(share_of(config.concurrency), SHARE_WAIT),
+            checks: Shares::new(share_of(config.concurrency), SHARE_WAIT),
         }
     }
 
@@ -111,7 +130,13 @@ impl Signer {
                 return (fault, None);
             }
         };
-        let result = self.timed(issuer, "sign", client.sign(request)).await;
+        let result = self
+            .timed(
+                issuer,
+                "sign",
+                self.within_deadline(&client, cfssl::Call::AuthSign, client.sign(request)),
+            )
+            .await;
         let not_after = result.as_ref().ok().and_then(|signed| signed.not_after);
         if result.is_ok() {
             let labels = IssuerLabels { issuer: key(issuer) };
@@ -177,6 +202,28 @@ impl Signer {
             config.clock = self.clock.clone();
             config
         })
+    }
+
+    /// `work` (a call of `client`), failed as a timeout once past the sign deadline: failover
+    /// tries each URL with the per-request timeout, so without it an issuer of eight stalling
+    /// URLs would hold a reconcile slot for eight timeouts.
+    pub async fn within_deadline<T>(
+        &self,
+        client: &cfssl::Client,
+        call: cfssl::Call,
+        work: impl Future<Output = Result<T, cfssl::Error>>,
+    ) -> Result<T, cfssl::Error> {
+        match tokio::time::timeout(self.deadline, work).await {
+            Ok(result) => result,
+            Err(_) => {
+                let config = client.config();
+                let attempt =
+                    cfssl::Attempt::new(call, cfssl::redact_list(&config.url), config.label.clone());
+                Err(attempt.failed(cfssl::Failure::Timeout {
+                    timeout: self.deadline,
+                }))
+            }
+        }
     }
 
     /// Runs one CFSSL call, recording its latency and, when it fails, its error class.

@@ -60,6 +60,7 @@ fn request() -> impl Strategy<Value = RequestView> {
                 certificate,
                 failure_time: failed.map(|s| Time(at(s))),
                 created: created.map(at),
+                oversize: None,
             },
         )
 }

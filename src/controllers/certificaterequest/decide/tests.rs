@@ -193,6 +193,26 @@ fn contract_table() {
             want: Step::Reject(format!("issuerRef.kind \"Foo\" is not a kind of {GROUP}; use Issuer or ClusterIssuer")),
         },
         Case {
+            name: "over budget: failed from what the cache kept, whatever the issuer",
+            req: RequestView {
+                oversize: Some(Oversize::Csr(1_048_576)),
+                ..approved.clone()
+            },
+            issuer: issuer(Readiness::Missing),
+            approval: true,
+            want: Step::Reject("the request cannot be signed: the CSR is 1048576 bytes, over the 64 KiB limit".into()),
+        },
+        Case {
+            name: "over budget but not approved: waits like any other",
+            req: RequestView {
+                oversize: Some(Oversize::Rest(70_000)),
+                ..request(None, false, false)
+            },
+            issuer: ready(),
+            approval: true,
+            want: Step::WaitForApproval,
+        },
+        Case {
             name: "signed before: never twice",
             req: signed_unsaved,
             issuer: ready(),
