@@ -80,6 +80,7 @@ bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, e
 	$(CARGO) build --release -p cfssl-issuer --bin cfssl-issuer
 	$(CARGO) run --release -p e2e --bin bench
 	$(CARGO) run --release -p e2e --bin bench-standalone
+	TENANTS_N=1000 $(CARGO) test --release -p e2e --test e2e_tenants hostile_requests -- --nocapture
 
 ##@ Images (need a Docker engine)
 
