@@ -46,7 +46,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub cfssl_timeout: Duration,
     /// The longest one sign or health check may take, every URL of the issuer tried included.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "45s", value_parser = parse_duration)]
     pub cfssl_sign_deadline: Duration,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]

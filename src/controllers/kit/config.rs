@@ -43,7 +43,7 @@ impl Config {
             approval_required: true,
             concurrency: 8,
             cfssl_timeout: crate::cfssl::ClientConfig::DEFAULT_TIMEOUT,
-            sign_deadline: Duration::from_secs(60),
+            sign_deadline: Duration::from_secs(45),
             standalone: None,
             kubernetes_csr: Some(CsrSettings {
                 namespaced_signers: true,
