@@ -228,31 +228,79 @@ mod tests {
             grace: u64,
         }
         let rows = [
-            Row { lease: S(15), deadline: None, retry: None, want: Ok((S(10), S(2))), grace: 13 },
-            Row { lease: S(60), deadline: None, retry: None, want: Ok((S(10), S(2))), grace: 58 },
-            Row { lease: S(3), deadline: None, retry: None, want: Ok((S(2), S(1))), grace: 2 },
-            Row { lease: S(6), deadline: None, retry: None, want: Ok((S(4), S(2))), grace: 4 },
-            Row { lease: S(15), deadline: Some(S(12)), retry: Some(MS(1500)), want: Ok((S(12), MS(1500))), grace: 13 },
-            Row { lease: S(15), deadline: Some(S(5)), retry: None, want: Ok((S(5), S(2))), grace: 13 },
+            Row {
+                lease: S(15),
+                deadline: None,
+                retry: None,
+                want: Ok((S(10), S(2))),
+                grace: 13,
+            },
+            Row {
+                lease: S(60),
+                deadline: None,
+                retry: None,
+                want: Ok((S(10), S(2))),
+                grace: 58,
+            },
+            Row {
+                lease: S(3),
+                deadline: None,
+                retry: None,
+                want: Ok((S(2), S(1))),
+                grace: 2,
+            },
+            Row {
+                lease: S(6),
+                deadline: None,
+                retry: None,
+                want: Ok((S(4), S(2))),
+                grace: 4,
+            },
+            Row {
+                lease: S(15),
+                deadline: Some(S(12)),
+                retry: Some(MS(1500)),
+                want: Ok((S(12), MS(1500))),
+                grace: 13,
+            },
+            Row {
+                lease: S(15),
+                deadline: Some(S(5)),
+                retry: None,
+                want: Ok((S(5), S(2))),
+                grace: 13,
+            },
             Row {
                 lease: S(15),
                 deadline: Some(S(15)),
                 retry: None,
-                want: Err(TimingError::DeadlineNotBelowLease { renew_deadline: S(15), lease_duration: S(15) }),
+                want: Err(TimingError::DeadlineNotBelowLease {
+                    renew_deadline: S(15),
+                    lease_duration: S(15),
+                }),
                 grace: 0,
             },
             Row {
                 lease: S(15),
                 deadline: Some(S(10)),
                 retry: Some(S(10)),
-                want: Err(TimingError::RetryNotBelowDeadline { retry_period: S(10), renew_deadline: S(10) }),
+                want: Err(TimingError::RetryNotBelowDeadline {
+                    retry_period: S(10),
+                    renew_deadline: S(10),
+                }),
                 grace: 0,
             },
-            Row { lease: S(15), deadline: None, retry: Some(S(0)), want: Err(TimingError::ZeroRetry), grace: 0 },
+            Row {
+                lease: S(15),
+                deadline: None,
+                retry: Some(S(0)),
+                want: Err(TimingError::ZeroRetry),
+                grace: 0,
+            },
         ];
         for row in rows {
             let got = Timing::new(row.lease, row.deadline, row.retry);
-            let summary = got.as_ref().map(|t| (t.renew_deadline, t.retry_period));
+            let summary = got.clone().map(|t| (t.renew_deadline, t.retry_period));
             assert_eq!(summary, row.want.clone(), "{:?}", row.lease);
             if let Ok(timing) = got {
                 assert_eq!(timing.renew_grace_seconds(), row.grace, "{timing:?}");
@@ -285,7 +333,12 @@ mod tests {
             (at(8500), lead(MS(1500), MS(1500))),
             (at(9999), lead(MS(1), MS(1))),
             (at(10_000), Decision::StepDown { since_renewal: S(10) }),
-            (at(14_999), Decision::StepDown { since_renewal: MS(14_999) }),
+            (
+                at(14_999),
+                Decision::StepDown {
+                    since_renewal: MS(14_999),
+                },
+            ),
             (at(33_000), Decision::StepDown { since_renewal: S(33) }),
         ];
         for (now, want) in cases {
@@ -325,7 +378,10 @@ mod tests {
             deadline.to_string(),
             "no Lease renewal landed for 10.25s, past the renew deadline of 10s"
         );
-        assert_eq!(StepDown::Taken(Some("b_2".into())).to_string(), "the Lease is held by b_2");
+        assert_eq!(
+            StepDown::Taken(Some("b_2".into())).to_string(),
+            "the Lease is held by b_2"
+        );
         assert_eq!(StepDown::Taken(None).to_string(), "the Lease is held by no one");
         assert_eq!(
             StepDown::NotHolder.to_string(),
@@ -339,10 +395,8 @@ mod tests {
     async fn watch_against(
         answer: impl Fn(Timestamp) -> Option<Lease> + Send + 'static,
     ) -> Option<(StepDown, Duration)> {
-        let (service, mut handle) = tower_test::mock::pair::<
-            http::Request<kube::client::Body>,
-            http::Response<kube::client::Body>,
-        >();
+        let (service, mut handle) =
+            tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
         tokio::spawn(async move {
             while let Some((request, send)) = handle.next_request().await {
                 assert_eq!(
@@ -387,11 +441,18 @@ mod tests {
         let frozen = Timestamp::now();
         for answer in [Some(lease_held("me_1", frozen)), None] {
             let (reason, took) = watch_against(move |_| answer.clone()).await.unwrap();
-            let StepDown::Deadline { since_renewal, renew_deadline } = reason else {
+            let StepDown::Deadline {
+                since_renewal,
+                renew_deadline,
+            } = reason
+            else {
                 panic!("{reason:?}");
             };
             assert_eq!(renew_deadline, MS(200));
-            assert!(since_renewal >= MS(200) && since_renewal < MS(300), "{since_renewal:?}");
+            assert!(
+                since_renewal >= MS(200) && since_renewal < MS(300),
+                "{since_renewal:?}"
+            );
             assert!(took >= MS(150) && took < MS(300), "{took:?}");
         }
     }

@@ -186,7 +186,8 @@ mod tests {
         let lost = Health::new(Role::Leader);
         lost.set_synced(true);
         lost.lose("no Lease renewal landed for 10.2s, past the renew deadline of 10s");
-        let reason = "leader election lost: no Lease renewal landed for 10.2s, past the renew deadline of 10s";
+        let reason =
+            "leader election lost: no Lease renewal landed for 10.2s, past the renew deadline of 10s";
         let unsynced = Health::new(Role::Leader);
         let leader = Health::new(Role::Leader);
         leader.set_synced(true);
@@ -195,7 +196,11 @@ mod tests {
             (&leader, (200, "ok"), (200, "ok")),
             (&unsynced, (200, "ok"), (503, "not ready")),
             (&lost, (503, reason), (503, reason)),
-            (&unexplained, (503, "leader election lost"), (503, "leader election lost")),
+            (
+                &unexplained,
+                (503, "leader election lost"),
+                (503, "leader election lost"),
+            ),
         ];
         for (health, live, ready) in cases {
             let (status, body) = health.liveness();
