@@ -50,7 +50,7 @@ impl Health {
         self.set_role(Role::Lost);
     }
 
-    /// Pure over the state: `/healthz`'s status and body. Only a replica that lost its Lease
+    /// `/healthz`'s status and body. Only a replica that lost its Lease
     /// (and is about to exit) is unhealthy: the kubelet restarts it should the exit hang.
     pub fn liveness(&self) -> (StatusCode, String) {
         match self.role() {
