@@ -17,9 +17,11 @@ use crate::telemetry::{Health, Metrics, Role, server};
 
 pub mod cert_manager;
 mod leader;
+mod renewal;
 mod standalone;
 
 pub use self::leader::{Lease, lead_then_run, lease_identity};
+pub use self::renewal::{Timing, TimingError};
 pub use self::standalone::StandaloneArgs;
 
 /// Where the service account's namespace is mounted in a pod.
@@ -69,6 +71,15 @@ pub struct RunArgs {
     /// How long a Lease stays valid without renewal; a standby takes over within this time.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub leader_election_lease_duration: Duration,
+    /// How long the leader goes on without a renewal that landed before it stops reconciling
+    /// and exits; shorter than the lease duration [default: 10s, or two thirds of a shorter
+    /// lease duration].
+    #[arg(long, value_parser = parse_duration)]
+    pub leader_election_renew_deadline: Option<Duration>,
+    /// How often the Lease is renewed, and a failed request retried [default: 2s, or half of a
+    /// shorter renew deadline].
+    #[arg(long, value_parser = parse_duration)]
+    pub leader_election_retry_period: Option<Duration>,
     /// Do not sign Kubernetes CertificateSigningRequests (no CSR watch; the chart then drops
     /// the CSR RBAC too).
     #[arg(long)]
@@ -211,7 +222,7 @@ impl RunArgs {
 pub async fn run(args: RunArgs) -> ExitCode {
     let json = args.log_format == LogFormat::Json || args.zap.zap_encoder.as_deref() == Some("json");
     crate::telemetry::init_logging(json, args.zap.level());
-    let (config, client) = match configure(&args).await {
+    let (config, client, lease) = match configure(&args).await {
         Ok(ready) => ready,
         Err(code) => return code,
     };
@@ -241,40 +252,51 @@ pub async fn run(args: RunArgs) -> ExitCode {
             controllers::run(client, config, controllers::system_clock(), metrics, health, stop)
         }
     };
-    let code = if args.enable_leader_election {
-        lead_then_run(client, lease(&args), health, signal, run_controllers).await
-    } else {
-        finish(run_controllers(signal.boxed()).await)
+    let code = match lease {
+        Some(lease) => lead_then_run(client, lease, health, signal, run_controllers).await,
+        None => finish(run_controllers(signal.boxed()).await),
     };
     let _ = stop_servers.send(true);
     guard.exit_code(code)
 }
 
-/// The controllers' configuration and a client, or the exit code saying why not.
-async fn configure(args: &RunArgs) -> Result<(Config, kube::Client), ExitCode> {
-    let config = args.config().map_err(|err| {
+/// The controllers' configuration, a client and the Lease to lead with (with leader election
+/// on), or the exit code saying why not.
+async fn configure(args: &RunArgs) -> Result<(Config, kube::Client, Option<Lease>), ExitCode> {
+    let usage = |err: String| {
         tracing::error!("{err}");
         ExitCode::from(crate::cli::EXIT_USAGE)
-    })?;
+    };
+    let config = args.config().map_err(usage)?;
+    let lease = args
+        .enable_leader_election
+        .then(|| lease(args, &config.cluster_resource_namespace))
+        .transpose()
+        .map_err(|err| usage(err.to_string()))?;
     let client = kube::Client::try_default().await.map_err(|err| {
         tracing::error!(error = %err, "no Kubernetes configuration (in-cluster or KUBECONFIG)");
         ExitCode::from(crate::cli::EXIT_USAGE)
     })?;
-    Ok((config, client))
+    Ok((config, client, lease))
 }
 
-/// The leader-election Lease the flags name.
-fn lease(args: &RunArgs) -> Lease {
-    let namespace = args.leader_election_namespace.clone().unwrap_or_else(|| {
-        args.config()
-            .map(|c| c.cluster_resource_namespace)
-            .unwrap_or_default()
-    });
-    Lease {
+/// The leader-election Lease the flags name, in `cluster_resource_namespace` unless they name
+/// another; a usage error when its durations cannot work together.
+fn lease(args: &RunArgs, cluster_resource_namespace: &str) -> Result<Lease, TimingError> {
+    let timing = Timing::new(
+        args.leader_election_lease_duration,
+        args.leader_election_renew_deadline,
+        args.leader_election_retry_period,
+    )?;
+    let namespace = args
+        .leader_election_namespace
+        .clone()
+        .unwrap_or_else(|| cluster_resource_namespace.to_string());
+    Ok(Lease {
         name: args.leader_election_id.clone(),
         namespace,
-        duration: args.leader_election_lease_duration,
-    }
+        timing,
+    })
 }
 
 /// Standalone mode must not start: says why, exit 1.

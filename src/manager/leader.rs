@@ -1,4 +1,5 @@
-//! Leader election: reconcile only while holding a Lease, as client-go's leader election does.
+//! Leader election: reconcile only while holding a Lease, as client-go's leader election does,
+//! and stop at the renew deadline (see [`super::renewal`]) when renewals stop landing.
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -6,23 +7,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
-use kube_lease_manager::LeaseManager;
+use kube_lease_manager::{LeaseManager, LeaseManagerError};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use super::finish;
+use super::renewal::{self, StepDown, Timing};
 use crate::controllers;
 use crate::telemetry::{Health, Role};
 
-/// Which Lease to hold.
+/// Which Lease to hold, and for how long.
 #[derive(Debug, Clone)]
 pub struct Lease {
     pub name: String,
     pub namespace: String,
-    pub duration: Duration,
+    pub timing: Timing,
 }
 
-/// Waits for the Lease, reconciles while holding it, and releases it on shutdown. Losing it
-/// stops reconciling at once and exits non-zero so the pod restarts as a candidate, as
-/// client-go's leader election does.
+/// Waits for the Lease, reconciles while holding it, and releases it on shutdown. Losing it,
+/// or going the renew deadline without a renewal that landed, stops reconciling at once and
+/// exits non-zero so the pod restarts as a candidate, as client-go's leader election does.
 pub async fn lead_then_run<F, Fut>(
     client: kube::Client,
     lease: Lease,
@@ -34,10 +38,10 @@ where
     F: FnOnce(futures::future::BoxFuture<'static, ()>) -> Fut,
     Fut: Future<Output = Result<(), controllers::RunError>>,
 {
-    let Some((manager, identity)) = lease_manager(client, &lease, &health).await else {
+    let Some((manager, identity)) = lease_manager(client.clone(), &lease, &health).await else {
         return ExitCode::FAILURE;
     };
-    let (mut leading, watcher) = manager.watch().await;
+    let (mut leading, campaigner) = campaign(manager, lease.timing.retry_period);
     tracing::info!(lease = %format!("{}/{}", lease.namespace, lease.name), %identity, "waiting to lead");
     let won = tokio::select! {
         won = leading.wait_for(|l| *l) => Some(won.is_ok()),
@@ -47,48 +51,98 @@ where
         // Stopped before leading: a signal (success) or the election itself (failure).
         drop(leading);
         if won.is_none() {
-            let _ = watcher.await;
+            let _ = campaigner.await;
             return ExitCode::SUCCESS;
         }
         tracing::error!("leader election stopped");
-        health.set_role(Role::Lost);
+        health.lose("leader election stopped");
         return ExitCode::FAILURE;
     }
     tracing::info!(%identity, "leading: starting controllers");
     health.set_role(Role::Leader);
-    let lost = {
-        let mut leading = leading.clone();
-        async move {
-            let _ = leading.wait_for(|l| !*l).await;
-        }
-    }
-    .shared();
+    let leases = kube::Api::namespaced(client, &lease.namespace);
+    let mut stop = Box::pin(step_down(leading.clone(), leases, &lease, &identity));
     // On SIGTERM the controllers stop gracefully: signs in flight finish and are saved while
-    // the Lease is still ours. Losing the Lease stops them at once instead, in-flight work
-    // dropped (as controller-runtime exits on "leader election lost"): another replica may
-    // lead already, and two must never write at the same time.
+    // the Lease is still ours. Losing the Lease, or reaching the renew deadline, stops them at
+    // once instead, in-flight work dropped with their future (as controller-runtime exits on
+    // "leader election lost"): another replica may lead soon, and two must never write at the
+    // same time.
     let result = tokio::select! {
-        result = run_controllers(signal.boxed()) => Some(result),
-        () = lost.clone() => None,
+        result = run_controllers(signal.boxed()) => result,
+        reason = &mut stop => {
+            tracing::error!(%reason, "stepping down: stopped reconciling at once; exiting to restart as a candidate");
+            health.lose(reason.to_string());
+            return ExitCode::FAILURE;
+        }
     };
-    let Some(result) = result else {
-        tracing::error!("lost the lease: stopped reconciling at once; exiting to restart as a candidate");
-        health.set_role(Role::Lost);
-        return ExitCode::FAILURE;
-    };
-    // Shutdown: closing the channel makes the watcher release the Lease before it returns.
-    // `lost` holds a clone of the receiver: the channel closes only once both are gone.
-    drop((lost, leading));
-    released(watcher).await;
+    // Shutdown: closing the channel makes the campaign release the Lease before it returns.
+    // `stop` holds a clone of the receiver: the channel closes only once both are gone.
+    drop((stop, leading));
+    released(campaigner).await;
     finish(result)
 }
 
-/// Waits for the Lease watcher to release the Lease (its channel closed) and says how it went.
+/// Resolves once this replica, leading from now on, must stop: the campaign saw the Lease go
+/// to another holder, or the renew deadline passed. The deadline counts from now: the renewal
+/// that won the Lease landed just before.
+async fn step_down(
+    mut leading: watch::Receiver<bool>,
+    leases: kube::Api<k8s_openapi::api::coordination::v1::Lease>,
+    lease: &Lease,
+    identity: &str,
+) -> StepDown {
+    let clock = crate::clock::system_clock();
+    let now = clock();
+    let deadline = renewal::watch_deadline(leases, &lease.name, identity, lease.timing, clock, now);
+    tokio::select! {
+        _ = leading.wait_for(|l| !*l) => StepDown::NotHolder,
+        reason = deadline => reason,
+    }
+}
+
+/// Campaigns for the Lease and keeps it renewed, publishing whether this replica holds it,
+/// until every receiver is gone; then releases the Lease. kube-lease-manager's `watch()` does
+/// the same but backs off failed requests up to 30 s, its back-off reset only when leadership
+/// changes: after a few passing failures a leader's next renewal could come after its renew
+/// deadline. Here a failed request is retried every retry period, as client-go does.
+fn campaign(
+    manager: LeaseManager,
+    retry_period: Duration,
+) -> (watch::Receiver<bool>, JoinHandle<Result<(), LeaseManagerError>>) {
+    let (sender, receiver) = watch::channel(false);
+    let task = tokio::spawn(async move {
+        loop {
+            let failed = tokio::select! {
+                biased;
+                () = sender.closed() => break,
+                changed = manager.changed() => match changed {
+                    Ok(leading) => {
+                        if sender.send(leading).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(err) => err,
+                },
+            };
+            tracing::warn!(error = %failed, "a Lease request failed; retrying");
+            tokio::select! {
+                biased;
+                () = sender.closed() => break,
+                () = tokio::time::sleep(retry_period) => {}
+            }
+        }
+        manager.release().await
+    });
+    (receiver, task)
+}
+
+/// Waits for the campaign to release the Lease (its channel closed) and says how it went.
 async fn released<T, E: std::fmt::Display>(watcher: tokio::task::JoinHandle<Result<T, E>>) {
     match watcher.await {
         Ok(Ok(_)) => tracing::info!("lease released"),
         Ok(Err(err)) => tracing::warn!(error = %err, "releasing the lease failed; it expires by itself"),
-        Err(err) => tracing::warn!(error = %err, "lease watcher panicked"),
+        Err(err) => tracing::warn!(error = %err, "the Lease campaign panicked"),
     }
 }
 
@@ -103,7 +157,7 @@ async fn lease_manager(
         Ok(suffix) => suffix,
         Err(err) => {
             tracing::error!(error = ?err, "no random identity for leader election");
-            health.set_role(Role::Lost);
+            health.lose("no random identity for leader election");
             return None;
         }
     };
@@ -112,12 +166,11 @@ async fn lease_manager(
         std::env::var("HOSTNAME").ok().as_deref(),
         &suffix,
     );
-    let duration = lease.duration.as_secs().max(2);
     let built = kube_lease_manager::LeaseManagerBuilder::new(client, &lease.name)
         .with_namespace(&lease.namespace)
         .with_identity(&identity)
-        .with_duration(duration)
-        .with_grace((duration / 3).max(1))
+        .with_duration(lease.timing.lease_seconds())
+        .with_grace(lease.timing.renew_grace_seconds())
         .with_field_manager(lease_field_manager(&identity))
         .build()
         .await;
@@ -125,7 +178,7 @@ async fn lease_manager(
         Ok(manager) => Some((manager, identity)),
         Err(err) => {
             tracing::error!(error = %err, lease = %lease.name, "cannot set up leader election");
-            health.set_role(Role::Lost);
+            health.lose(format!("cannot set up leader election: {err}"));
             None
         }
     }

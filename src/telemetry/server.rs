@@ -2,8 +2,8 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::State;
@@ -22,15 +22,17 @@ pub enum Role {
     /// Waiting for the lease, healthily.
     Standby = 1,
     Leader = 2,
-    /// Lost the lease or the election failed; about to exit.
+    /// Lost the lease or the election failed; about to exit. `/healthz` fails too.
     Lost = 3,
 }
 
-/// What `/readyz` reports.
+/// What `/healthz` and `/readyz` report.
 #[derive(Debug)]
 pub struct Health {
     synced: AtomicBool,
     role: AtomicU8,
+    /// Why the role is `Lost`, for the probes' bodies.
+    lost: Mutex<Option<String>>,
 }
 
 impl Health {
@@ -38,6 +40,38 @@ impl Health {
         Health {
             synced: AtomicBool::new(false),
             role: AtomicU8::new(role as u8),
+            lost: Mutex::new(None),
+        }
+    }
+
+    /// The role `Lost`, and why: both probes fail from now on and say so.
+    pub fn lose(&self, reason: impl Into<String>) {
+        *crate::clock::lock(&self.lost) = Some(reason.into());
+        self.set_role(Role::Lost);
+    }
+
+    /// `/healthz`'s status and body. Only a replica that lost its Lease
+    /// (and is about to exit) is unhealthy: the kubelet restarts it should the exit hang.
+    pub fn liveness(&self) -> (StatusCode, String) {
+        match self.role() {
+            Role::Lost => (StatusCode::SERVICE_UNAVAILABLE, self.lost_body()),
+            _ => (StatusCode::OK, "ok".to_string()),
+        }
+    }
+
+    /// `/readyz`'s status and body.
+    pub fn readiness(&self) -> (StatusCode, String) {
+        match (self.ready(), self.role()) {
+            (true, _) => (StatusCode::OK, "ok".to_string()),
+            (false, Role::Lost) => (StatusCode::SERVICE_UNAVAILABLE, self.lost_body()),
+            (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_string()),
+        }
+    }
+
+    fn lost_body(&self) -> String {
+        match crate::clock::lock(&self.lost).as_deref() {
+            Some(reason) => format!("leader election lost: {reason}"),
+            None => "leader election lost".to_string(),
         }
     }
 
@@ -86,7 +120,7 @@ pub async fn serve(
     let bound = (metrics_listener.local_addr()?, health_listener.local_addr()?);
     let metrics_app = Router::new().route("/metrics", get(render)).with_state(metrics);
     let health_app = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(health);
     let stop = shutdown.clone();
@@ -120,12 +154,12 @@ async fn render(State(metrics): State<Arc<Metrics>>) -> axum::response::Response
     }
 }
 
+async fn healthz(State(health): State<Arc<Health>>) -> impl IntoResponse {
+    health.liveness()
+}
+
 async fn readyz(State(health): State<Arc<Health>>) -> impl IntoResponse {
-    if health.ready() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
-    }
+    health.readiness()
 }
 
 #[cfg(test)]
@@ -144,6 +178,35 @@ mod tests {
         ];
         for (role, synced, want) in cases {
             assert_eq!(is_ready(role, synced), want, "{role:?} synced={synced}");
+        }
+    }
+
+    #[test]
+    fn probe_bodies_table() {
+        let lost = Health::new(Role::Leader);
+        lost.set_synced(true);
+        lost.lose("no Lease renewal landed for 10.2s, past the renew deadline of 10s");
+        let reason =
+            "leader election lost: no Lease renewal landed for 10.2s, past the renew deadline of 10s";
+        let unsynced = Health::new(Role::Leader);
+        let leader = Health::new(Role::Leader);
+        leader.set_synced(true);
+        let unexplained = Health::new(Role::Lost);
+        let cases = [
+            (&leader, (200, "ok"), (200, "ok")),
+            (&unsynced, (200, "ok"), (503, "not ready")),
+            (&lost, (503, reason), (503, reason)),
+            (
+                &unexplained,
+                (503, "leader election lost"),
+                (503, "leader election lost"),
+            ),
+        ];
+        for (health, live, ready) in cases {
+            let (status, body) = health.liveness();
+            assert_eq!((status.as_u16(), body.as_str()), live, "{health:?}");
+            let (status, body) = health.readiness();
+            assert_eq!((status.as_u16(), body.as_str()), ready, "{health:?}");
         }
     }
 }
