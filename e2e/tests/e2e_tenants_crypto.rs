@@ -65,8 +65,7 @@ impl Attack {
             }
             Attack::Pkcs12MacIterations => {
                 let spec = json!({ "keystores": { "pkcs12": { "create": true, "password": "changeit" } } });
-                env.certificate("stores", "stores-tls", "team-ca", spec)
-                    .await?;
+                env.certificate("stores", "stores-tls", "team-ca", spec).await?;
                 env.wait_ready("stores", ATTACK_BOUND).await?;
                 let secret = env.secret("stores-tls").await?;
                 let tampered = with_mac_iterations(&data(&secret, "keystore.p12"), CLAIMED_ITERATIONS)?;
@@ -106,7 +105,9 @@ impl Attack {
                     "keystore.p12 claims {CLAIMED_ITERATIONS} MAC iterations, over the 2048 this manager checks; writing it again"
                 );
                 assert!(
-                    events.iter().any(|(reason, note)| reason == "KeystoreOverLimit" && *note == want),
+                    events
+                        .iter()
+                        .any(|(reason, note)| reason == "KeystoreOverLimit" && *note == want),
                     "no KeystoreOverLimit Warning saying {want:?}: {events:?}"
                 );
                 Ok(())
@@ -118,14 +119,20 @@ impl Attack {
 /// `der` with its PFX MacData claiming `iterations` (the MAC itself left as it was).
 fn with_mac_iterations(der: &[u8], iterations: i32) -> anyhow::Result<Vec<u8>> {
     let mut pfx = pkcs12::pfx::Pfx::from_der(der)?;
-    let mac = pfx.mac_data.as_mut().ok_or_else(|| anyhow::anyhow!("no MacData"))?;
+    let mac = pfx
+        .mac_data
+        .as_mut()
+        .ok_or_else(|| anyhow::anyhow!("no MacData"))?;
     mac.iterations = iterations;
     Ok(pfx.to_der()?)
 }
 
 fn mac_iterations(der: &[u8]) -> anyhow::Result<i32> {
     let pfx = pkcs12::pfx::Pfx::from_der(der)?;
-    Ok(pfx.mac_data.ok_or_else(|| anyhow::anyhow!("no MacData"))?.iterations)
+    Ok(pfx
+        .mac_data
+        .ok_or_else(|| anyhow::anyhow!("no MacData"))?
+        .iterations)
 }
 
 fn base64_of(bytes: &[u8]) -> String {
@@ -183,7 +190,10 @@ async fn row(attack: Attack) -> anyhow::Result<()> {
         .await?;
     let spec = objects::issuer_spec(&env.ca, "other-ca", "server");
     objects::create_issuer(env.client(), Kind::Issuer, &other, "other-ca", spec).await?;
-    let manager = env.manager.as_ref().ok_or_else(|| anyhow::anyhow!("no manager"))?;
+    let manager = env
+        .manager
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("no manager"))?;
     let stop = AtomicBool::new(false);
     let scenario = async {
         let result = async {

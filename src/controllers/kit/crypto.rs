@@ -95,7 +95,10 @@ impl CryptoPool {
     /// How many namespaces have a job running or waiting.
     #[cfg(test)]
     fn lanes(&self) -> usize {
-        lock(&self.lanes).values().filter(|l| l.strong_count() > 0).count()
+        lock(&self.lanes)
+            .values()
+            .filter(|l| l.strong_count() > 0)
+            .count()
     }
 }
 

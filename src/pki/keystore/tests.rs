@@ -649,7 +649,10 @@ fn checks_refuse_costs_over_the_caps() {
         Row {
             name: "2049: over the cap, not checked",
             store: iterations(2049),
-            want: Err(Unopened::MacIterations { count: 2049, max: 2048 }),
+            want: Err(Unopened::MacIterations {
+                count: 2049,
+                max: 2048,
+            }),
         },
         Row {
             name: "2^31-1: over the cap, not checked",
@@ -723,7 +726,11 @@ fn jks_checks_refuse_stores_over_the_size_cap() {
         ("junk", b"junk".to_vec(), Err(Unopened::Unreadable)),
     ];
     for (name, store, want) in rows {
-        let password = if name == "wrong password" { "wrong" } else { "right" };
+        let password = if name == "wrong password" {
+            "wrong"
+        } else {
+            "right"
+        };
         assert_eq!(jks_check(&store, password), want, "{name}");
     }
 }
@@ -741,7 +748,13 @@ fn over_limit_is_the_caps_only() {
         assert_eq!(unopened.over_limit(), over, "{unopened:?}");
     }
     assert_eq!(
-        format!("keystore.p12 {}", Unopened::MacIterations { count: i32::MAX, max: 2048 }),
+        format!(
+            "keystore.p12 {}",
+            Unopened::MacIterations {
+                count: i32::MAX,
+                max: 2048
+            }
+        ),
         "keystore.p12 claims 2147483647 MAC iterations, over the 2048 this manager checks"
     );
 }

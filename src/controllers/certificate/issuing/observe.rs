@@ -5,10 +5,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 
 use super::super::{CertificateContext, Error, observe};
+use super::decide::StaleKeystore;
 use crate::api::certmanager::{Certificate, ISSUING, SecretKeySelector};
 use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{Kind, PasswordError, Passwords, keystore_password, password_secret_name};
-use super::decide::StaleKeystore;
 use crate::pki::keystore::{Unopened, jks_check, pkcs12_check};
 
 /// The passwords of the keystores `crt` asks for, reading password Secrets live; an error

@@ -326,7 +326,12 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
             ("Warning".to_string(), reason, note.to_string())
         });
         assert_eq!(event(&plan), want, "{}", row.name);
-        assert_eq!((plan.status, plan.next), (None, Next::AwaitChange), "{}", row.name);
+        assert_eq!(
+            (plan.status, plan.next),
+            (None, Next::AwaitChange),
+            "{}",
+            row.name
+        );
     }
     facts.stale_keystore = None;
     facts.secret = Some(&empty);

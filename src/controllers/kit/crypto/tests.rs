@@ -123,7 +123,10 @@ async fn abandoned_work_holds_its_slot_until_it_ends() {
     let (release, job) = busy(&pool, "a").await;
     job.abort();
     let mut next = quick(&pool, "b");
-    assert!(timeout(WAITS, &mut next).await.is_err(), "ran beside abandoned work");
+    assert!(
+        timeout(WAITS, &mut next).await.is_err(),
+        "ran beside abandoned work"
+    );
     drop(release);
     let ran = timeout(FINISHES, next).await.expect("runs once the work ends");
     assert_eq!(ran.expect("joined").expect("ran"), 7);
