@@ -213,7 +213,13 @@ async fn row(attack: Attack) -> anyhow::Result<()> {
         worst_probe,
         bystander_ready: result.as_ref().ok().copied(),
     };
-    println!("{}: {figures:?}", attack.name());
+    println!(
+        "{}: {} probes, slowest /healthz {:?}, bystander Ready after {:?}",
+        attack.name(),
+        figures.probes,
+        figures.worst_probe,
+        figures.bystander_ready
+    );
     env.with_manager_log(result)?;
     assert!(
         worst_probe <= PROBE_BOUND,
