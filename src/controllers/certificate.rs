@@ -106,6 +106,26 @@ pub async fn execute<W>(
     Ok(next)
 }
 
+/// Runs `work` on the crypto pool, in the lane of `crt`'s namespace: what a tenant's
+/// Certificate or Secret can make long (key generation, CSR signing, keystores) never runs on
+/// the runtime thread, and one tenant's work holds at most one of the pool's slots.
+pub async fn computed<T, F>(ctx: &CertificateContext, crt: &Certificate, work: F) -> Result<T, Error>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    use kube::ResourceExt;
+    let namespace = crt.namespace().unwrap_or_default();
+    ctx.shared
+        .crypto
+        .run(&namespace, work)
+        .await
+        .map_err(|source| Error::Crypto {
+            object: observe::describe(crt),
+            source,
+        })
+}
+
 /// Whether a Certificate controller acts on `crt` at all: ours, and not being deleted.
 pub fn acts_on(crt: &Certificate) -> bool {
     observe::is_ours(crt) && crt.metadata.deletion_timestamp.is_none()

@@ -169,15 +169,76 @@ pub fn jks_truststore(
     jks::truststore(ca, password, created).map(Some)
 }
 
-/// Whether a PKCS#12 store opens with `password` (its MAC verifies): a password changed since
-/// the store was written reads false.
-pub fn pkcs12_opens_with(der: &[u8], password: &str) -> bool {
-    pkcs12::opens_with(der, password)
+/// The largest stored keystore checked: the API server's limit on a whole Secret (1 MiB), so no
+/// store a Secret can hold is refused for its size, while what a check hashes stays bounded
+/// whoever wrote the Secret.
+pub const MAX_STORE_BYTES: usize = 1 << 20;
+
+/// The most MAC iterations a stored PKCS#12 store may claim to be checked (see `pkcs12.rs`).
+pub const MAX_PKCS12_MAC_ITERATIONS: i32 = pkcs12::MAX_MAC_ITERATIONS;
+
+/// The longest PKCS#12 MAC salt checked, in bytes.
+pub const MAX_PKCS12_MAC_SALT: usize = pkcs12::MAX_MAC_SALT;
+
+/// Why a stored keystore does not open here; the caller writes it again. Each message reads
+/// after the store's name ("keystore.p12 claims ...").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unopened {
+    #[error("is not a keystore this manager reads")]
+    Unreadable,
+    #[error("does not open with the password")]
+    Password,
+    #[error("is {size} bytes, over the {max} this manager checks")]
+    Size { size: usize, max: usize },
+    #[error("claims {count} MAC iterations, over the {max} this manager checks")]
+    MacIterations { count: i32, max: i32 },
+    #[error("has a {len}-byte MAC salt, over the {max} this manager checks")]
+    MacSalt { len: usize, max: usize },
 }
 
-/// Whether a JKS store opens with `password` (its integrity digest verifies).
+impl Unopened {
+    /// Whether the store was not checked because checking it would cost more than this
+    /// manager pays (as against a store that was checked and did not open).
+    pub fn over_limit(self) -> bool {
+        matches!(
+            self,
+            Self::Size { .. } | Self::MacIterations { .. } | Self::MacSalt { .. }
+        )
+    }
+}
+
+fn within_size(der: &[u8]) -> Result<(), Unopened> {
+    if der.len() > MAX_STORE_BYTES {
+        return Err(Unopened::Size {
+            size: der.len(),
+            max: MAX_STORE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// Whether a PKCS#12 store opens with `password` (its MAC verifies), and if not why: a password
+/// changed since the store was written reads [`Unopened::Password`]. A store whose check would
+/// cost more than the caps allow is not checked.
+pub fn pkcs12_check(der: &[u8], password: &str) -> Result<(), Unopened> {
+    within_size(der)?;
+    pkcs12::check(der, password)
+}
+
+/// Whether a JKS store opens with `password` (its integrity digest verifies), and if not why.
+pub fn jks_check(der: &[u8], password: &str) -> Result<(), Unopened> {
+    within_size(der)?;
+    jks::check(der, password)
+}
+
+/// Whether a PKCS#12 store opens with `password` ([`pkcs12_check`] passes).
+pub fn pkcs12_opens_with(der: &[u8], password: &str) -> bool {
+    pkcs12_check(der, password).is_ok()
+}
+
+/// Whether a JKS store opens with `password` ([`jks_check`] passes).
 pub fn jks_opens_with(der: &[u8], password: &str) -> bool {
-    jks::opens_with(der, password)
+    jks_check(der, password).is_ok()
 }
 
 /// Random bytes from the provider (salts, IVs).

@@ -16,7 +16,7 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 
 use self::decide::Facts;
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe as seen};
+use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry, observe as seen};
 use crate::api::certmanager::Certificate;
 use crate::controllers::kit::plan::requeue;
 use crate::controllers::kit::status::FieldManager;
@@ -31,18 +31,27 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let requests = seen::owned_requests(&ctx, &crt);
     let target = seen::target_secret(&ctx, &crt).await?;
     let passwords = observe::passwords(&ctx, &crt).await?;
-    let facts = Facts {
-        certificate: &crt,
-        next_key: key.as_ref(),
-        requests: requests.iter().map(AsRef::as_ref).collect(),
-        secret: target.as_ref(),
-        field_manager: FieldManager::ISSUING.as_str(),
-        owner_ref_enabled: ctx.settings.owner_reference,
-        keystores_open: observe::keystores_open(&crt, target.as_ref(), &passwords),
-        passwords,
-        now: ctx.shared.now(),
+    let (owner_ref_enabled, now) = (ctx.settings.owner_reference, ctx.shared.now());
+    let decision = {
+        let crt = crt.clone();
+        move || {
+            let facts = Facts {
+                certificate: &crt,
+                next_key: key.as_ref(),
+                requests: requests.iter().map(AsRef::as_ref).collect(),
+                secret: target.as_ref(),
+                field_manager: FieldManager::ISSUING.as_str(),
+                owner_ref_enabled,
+                stale_keystore: observe::stale_keystore(&crt, target.as_ref(), &passwords),
+                passwords,
+                now,
+            };
+            decide::decide(&facts)
+        }
     };
-    let plan = decide::decide(&facts);
+    // Checking and encoding keystores, and the keys and chains they hold, cost what the
+    // tenant's Secret and Certificate make them: off the runtime thread.
+    let plan = computed(&ctx, &crt, decision).await?;
     let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
     Ok(requeue(&next, || Duration::from_secs(1)))

@@ -18,7 +18,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::status::document;
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
+use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
@@ -28,7 +28,7 @@ use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
 use crate::controllers::kit::status::FieldManager;
-use crate::pki::keys::{Encoding, Key, KeySpec};
+use crate::pki::keys::{Encoding, Key, KeyError, KeySpec};
 
 const NAME: &str = "keymanager";
 
@@ -277,7 +277,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     };
     let mut plan = decide(&facts);
     if let Next::Work(KeyNeeded(spec)) = plan.plan.next {
-        fresh = generate(&crt, spec)?;
+        fresh = generate(&ctx, &crt, spec).await?;
         facts.generated = Some(&fresh);
         plan = decide(&facts);
     }
@@ -286,14 +286,18 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 
-/// A new private key of `spec`, as PKCS#8 PEM.
-fn generate(crt: &Certificate, spec: KeySpec) -> Result<Vec<u8>, Error> {
-    let failed = |source| Error::Key {
+/// A new private key of `spec`, as PKCS#8 PEM, made on the crypto pool (an RSA-8192 key takes
+/// seconds of a CPU).
+async fn generate(ctx: &CertificateContext, crt: &Certificate, spec: KeySpec) -> Result<Vec<u8>, Error> {
+    let made = computed(ctx, crt, move || -> Result<Vec<u8>, KeyError> {
+        let key = Key::generate(spec)?;
+        Ok(key.to_pem(Encoding::Pkcs8)?.into_bytes())
+    })
+    .await?;
+    made.map_err(|source| Error::Key {
         object: observe::describe(crt),
         source,
-    };
-    let key = Key::generate(spec).map_err(failed)?;
-    Ok(key.to_pem(Encoding::Pkcs8).map_err(failed)?.into_bytes())
+    })
 }
 
 pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {

@@ -396,7 +396,10 @@ proptest! {
             secret: target.as_ref(),
             field_manager: "cfssl-issuer-issuing",
             owner_ref_enabled: w.owns_secret,
-            keystores_open,
+            stale_keystore: (!keystores_open).then_some(issuing::decide::StaleKeystore {
+                key: crate::certificates::keys::data::PKCS12_KEYSTORE,
+                why: crate::pki::keystore::Unopened::Password,
+            }),
             passwords: Ok(crate::certificates::secret::Passwords::default()),
             now: now(),
         };

@@ -18,7 +18,7 @@ use x509_parser::prelude::FromDer;
 
 pub use self::build::{annotations_to_copy, request, request_name};
 use super::observe::{self, next_revision, revision_of};
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
+use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::decode;
@@ -150,14 +150,26 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let (secret, key) = observe::next_key(&ctx, &crt);
     let requests = observe::owned_requests(&ctx, &crt);
     let key_secret = secret.map(|s| s.name_any()).unwrap_or_default();
-    let facts = Facts {
-        certificate: &crt,
-        next_key: key.as_ref(),
-        key_secret: &key_secret,
-        requests: requests.iter().map(AsRef::as_ref).collect(),
-        prefixes: &ctx.settings.copied_annotation_prefixes,
+    let prefixes = ctx.settings.copied_annotation_prefixes.clone();
+    let decision = {
+        let crt = crt.clone();
+        move || {
+            let facts = Facts {
+                certificate: &crt,
+                next_key: key.as_ref(),
+                key_secret: &key_secret,
+                requests: requests.iter().map(AsRef::as_ref).collect(),
+                prefixes: &prefixes,
+            };
+            decide(&facts)
+        }
     };
-    let plan = decide(&facts);
+    // The decision may sign a CSR with the next key (tens of milliseconds for RSA-8192).
+    let plan = if crt.has_true(ISSUING) {
+        computed(&ctx, &crt, decision).await?
+    } else {
+        decision()
+    };
     let next = execute(&ctx, &crt, FieldManager::REQUEST_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))

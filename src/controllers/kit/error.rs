@@ -1,7 +1,7 @@
 //! The one reconcile error of every controller.
 
 /// What went wrong in a reconcile that the returned `Action` does not already cover: the API
-/// server refused a write, or a private key could not be made. What the CA says, or what a
+/// server refused a write, a private key could not be made, or pooled crypto work failed. What the CA says, or what a
 /// Secret holds, is a condition or an Event, never this.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -23,6 +23,12 @@ pub enum Error {
         object: String,
         #[source]
         source: crate::pki::keys::KeyError,
+    },
+    #[error("computing for {object}: {source}")]
+    Crypto {
+        object: String,
+        #[source]
+        source: super::crypto::CryptoError,
     },
 }
 

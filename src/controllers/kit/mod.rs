@@ -2,11 +2,13 @@
 //! ([`shared`]), the plan and its one executor ([`plan`]) with the object writes a plan can
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]), the
-//! Secret metadata feed ([`secrets`]) object sizes ([`size`]) and
-//! tenants' fair shares of the reconcile slots ([`shares`]). It uses nothing else of `controllers`.
+//! Secret metadata feed ([`secrets`]), object sizes ([`size`]), tenants' fair shares of the
+//! reconcile slots ([`shares`]) and the pool expensive crypto runs on ([`crypto`]). It uses
+//! nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
+pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod plan;

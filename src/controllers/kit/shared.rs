@@ -1,10 +1,11 @@
-//! What every controller needs: the API client, settings, the clock, metrics and the status
-//! schema knowledge. Each controller has a context of its own on top (its backoff, its caches,
+//! What every controller needs: the API client, settings, the clock, metrics, the status
+//! schema knowledge and the crypto pool. Each controller has a context of its own on top (its backoff, its caches,
 //! its Events policy); the composition root (`controllers::run`) builds them once.
 
 use std::sync::Arc;
 
 use super::config::Config;
+use super::crypto::CryptoPool;
 use super::status::schema::StatusSchemas;
 use crate::clock::Clock;
 use crate::telemetry::Metrics;
@@ -19,6 +20,8 @@ pub struct Shared {
     /// Whether the installed Issuer/ClusterIssuer CRDs declare `observedGeneration` in
     /// conditions (kept current by [`super::status::schema::watch`]).
     pub status_schemas: StatusSchemas,
+    /// Where expensive crypto runs, off the runtime thread (see [`super::crypto`]).
+    pub crypto: CryptoPool,
 }
 
 impl Shared {

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::crypto::CryptoPool;
 use super::status::schema::StatusSchemas;
 use super::{Config, Shared};
 use crate::clock::system_clock;
@@ -14,7 +15,7 @@ pub fn client() -> kube::Client {
     kube::Client::new(service, "default")
 }
 
-/// `Shared` with the default settings, the system clock and fresh metrics.
+/// `Shared` with the default settings, the system clock, fresh metrics and a two-slot crypto pool.
 pub fn shared() -> Arc<Shared> {
     Arc::new(Shared {
         client: client(),
@@ -22,5 +23,6 @@ pub fn shared() -> Arc<Shared> {
         clock: system_clock(),
         metrics: Arc::new(Metrics::default()),
         status_schemas: StatusSchemas::default(),
+        crypto: CryptoPool::new(2),
     })
 }

@@ -23,7 +23,7 @@ use k8s_openapi::jiff::Timestamp;
 use pkcs12::cms::cert::x509::spki::AlgorithmIdentifierOwned;
 use pkcs12::pbe_params::EncryptedPrivateKeyInfo;
 
-use super::KeystoreError;
+use super::{KeystoreError, Unopened};
 
 const MAGIC: u32 = 0xFEED_FEED;
 const VERSION: u32 = 2;
@@ -198,11 +198,19 @@ impl Writer {
     }
 }
 
-/// Whether `der` is a JKS store whose integrity digest verifies with `password`.
-pub(super) fn opens_with(der: &[u8], password: &str) -> bool {
+/// Whether `der` is a JKS store whose integrity digest verifies with `password`, and if not
+/// why. The check is one SHA-1 over the store, its cost bounded by the caller's size cap.
+pub(super) fn check(der: &[u8], password: &str) -> Result<(), Unopened> {
     let Some(split) = der.len().checked_sub(20) else {
-        return false;
+        return Err(Unopened::Unreadable);
     };
     let (body, digest) = der.split_at(split);
-    body.starts_with(&MAGIC.to_be_bytes()) && sha1(&[&utf16be(password), b"Mighty Aphrodite", body]) == digest
+    if !body.starts_with(&MAGIC.to_be_bytes()) {
+        return Err(Unopened::Unreadable);
+    }
+    if sha1(&[&utf16be(password), b"Mighty Aphrodite", body]) == digest {
+        Ok(())
+    } else {
+        Err(Unopened::Password)
+    }
 }

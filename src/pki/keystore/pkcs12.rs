@@ -17,7 +17,7 @@ use pkcs12::pbe_params::{EncryptedPrivateKeyInfo, Pkcs12PbeParams};
 use pkcs12::pfx::{Pfx, Version};
 use pkcs12::{CertBag, DigestInfo, MacData, SafeBag};
 
-use super::{KeystoreError, Pkcs12Profile};
+use super::{KeystoreError, Pkcs12Profile, Unopened};
 
 const DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.1");
 const ENCRYPTED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.6");
@@ -371,19 +371,50 @@ fn pbes2_aes256(
     Ok((algorithm, encrypted))
 }
 
+/// The most MAC iterations a stored PFX may claim to be checked here. The writers this module
+/// follows (go-pkcs12, and this module) use 1 (the legacy profiles) or 2,048 (`Modern2023`), so
+/// every store this manager or cert-manager wrote is under it; a store over it was written by
+/// someone else and is written again anyway, so the check costs at most 2,048 hashes whatever
+/// the Secret says (a count of 2^31-1 would take the check a minute of CPU).
+pub(super) const MAX_MAC_ITERATIONS: i32 = 2048;
+
+/// The longest MAC salt checked: the writers followed use 8 or 16 bytes.
+pub(super) const MAX_MAC_SALT: usize = 64;
+
 /// Whether `der` is a PFX whose MAC verifies with `password` (SHA-1 or SHA-256 MACs, the two
-/// this module writes); false for anything else, so the caller writes the store again.
-pub(super) fn opens_with(der: &[u8], password: &str) -> bool {
-    use aws_lc_rs::hmac;
-    let Ok(pfx) = Pfx::from_der(der) else {
-        return false;
-    };
+/// this module writes), and if not why: the caller writes the store again. What the check
+/// costs is bounded before it is paid: the size by the caller, the salt and the iteration count
+/// here.
+pub(super) fn check(der: &[u8], password: &str) -> Result<(), Unopened> {
+    let pfx = Pfx::from_der(der).map_err(|_| Unopened::Unreadable)?;
     let (Some(mac_data), Ok(content)) = (pfx.mac_data, pfx.auth_safe.content.decode_as::<OctetString>())
     else {
-        return false;
+        return Err(Unopened::Unreadable);
     };
     let salt = mac_data.mac_salt.as_bytes();
+    if salt.len() > MAX_MAC_SALT {
+        return Err(Unopened::MacSalt {
+            len: salt.len(),
+            max: MAX_MAC_SALT,
+        });
+    }
     let rounds = mac_data.iterations;
+    if rounds > MAX_MAC_ITERATIONS {
+        return Err(Unopened::MacIterations {
+            count: rounds,
+            max: MAX_MAC_ITERATIONS,
+        });
+    }
+    if rounds < 1 {
+        return Err(Unopened::Unreadable);
+    }
+    verify_mac(&mac_data, content.as_bytes(), password)
+}
+
+/// The MAC check proper, its cost bounded by the caller.
+fn verify_mac(mac_data: &MacData, content: &[u8], password: &str) -> Result<(), Unopened> {
+    use aws_lc_rs::hmac;
+    let (salt, rounds) = (mac_data.mac_salt.as_bytes(), mac_data.iterations);
     let (algorithm, key) = match mac_data.mac.algorithm.oid {
         SHA1 => (
             hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
@@ -393,15 +424,13 @@ pub(super) fn opens_with(der: &[u8], password: &str) -> bool {
             hmac::HMAC_SHA256,
             derive_key_utf8::<sha2::Sha256>(password, salt, Pkcs12KeyType::Mac, rounds, 32),
         ),
-        _ => return false,
+        _ => return Err(Unopened::Unreadable),
     };
-    let Ok(key) = key else {
-        return false;
-    };
+    let key = key.map_err(|_| Unopened::Password)?;
     hmac::verify(
         &hmac::Key::new(algorithm, &key),
-        content.as_bytes(),
+        content,
         mac_data.mac.digest.as_bytes(),
     )
-    .is_ok()
+    .map_err(|_| Unopened::Password)
 }

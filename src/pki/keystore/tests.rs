@@ -601,3 +601,160 @@ fn stores_open_only_with_their_password() {
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// `der` with its MacData changed by `change` (the MAC itself left as it was).
+fn with_mac_data(der: &[u8], change: impl Fn(&mut ::pkcs12::MacData)) -> Vec<u8> {
+    use der::{Decode, Encode};
+    let mut pfx = ::pkcs12::pfx::Pfx::from_der(der).unwrap();
+    change(pfx.mac_data.as_mut().unwrap());
+    pfx.to_der().unwrap()
+}
+
+/// What a stored keystore may make its check cost is capped before it is paid: over a cap the
+/// store is not checked, and says which cap; at a cap it is checked.
+#[test]
+fn checks_refuse_costs_over_the_caps() {
+    struct Row {
+        name: &'static str,
+        store: Vec<u8>,
+        want: Result<(), Unopened>,
+    }
+    let f = fixture(KeySpec::Ecdsa(256));
+    let modern = pkcs12_keystore(&f.key, &f.chain, &f.ca, "right", Pkcs12Profile::Modern2023).unwrap();
+    let legacy = pkcs12_keystore(&f.key, &f.chain, &f.ca, "right", Pkcs12Profile::LegacyRc2).unwrap();
+    let iterations = |n: i32| with_mac_data(&legacy, move |m| m.iterations = n);
+    let salt = |len: usize| {
+        with_mac_data(&legacy, move |m| {
+            m.mac_salt = der::asn1::OctetString::new(vec![7; len]).unwrap();
+        })
+    };
+    let mut huge = modern.clone();
+    huge.resize(MAX_STORE_BYTES + 1, 0);
+    let rows = [
+        Row {
+            name: "Modern2023: 2048 iterations, at the cap, opens",
+            store: modern.clone(),
+            want: Ok(()),
+        },
+        Row {
+            name: "LegacyRC2: 1 iteration opens",
+            store: legacy.clone(),
+            want: Ok(()),
+        },
+        Row {
+            name: "2048 claimed on a 1-iteration MAC: checked, does not open",
+            store: iterations(2048),
+            want: Err(Unopened::Password),
+        },
+        Row {
+            name: "2049: over the cap, not checked",
+            store: iterations(2049),
+            want: Err(Unopened::MacIterations {
+                count: 2049,
+                max: 2048,
+            }),
+        },
+        Row {
+            name: "2^31-1: over the cap, not checked",
+            store: iterations(i32::MAX),
+            want: Err(Unopened::MacIterations {
+                count: i32::MAX,
+                max: 2048,
+            }),
+        },
+        Row {
+            name: "0 iterations: unreadable",
+            store: iterations(0),
+            want: Err(Unopened::Unreadable),
+        },
+        Row {
+            name: "negative iterations: unreadable",
+            store: iterations(-5),
+            want: Err(Unopened::Unreadable),
+        },
+        Row {
+            name: "a 64-byte salt, at the cap: checked",
+            store: salt(64),
+            want: Err(Unopened::Password),
+        },
+        Row {
+            name: "a 65-byte salt: over the cap",
+            store: salt(65),
+            want: Err(Unopened::MacSalt { len: 65, max: 64 }),
+        },
+        Row {
+            name: "a store over 1 MiB: over the cap",
+            store: huge,
+            want: Err(Unopened::Size {
+                size: 1_048_577,
+                max: 1_048_576,
+            }),
+        },
+    ];
+    for row in rows {
+        let started = std::time::Instant::now();
+        assert_eq!(pkcs12_check(&row.store, "right"), row.want, "{}", row.name);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(1),
+            "{}: took {:?}",
+            row.name,
+            started.elapsed()
+        );
+    }
+    assert_eq!(MAX_PKCS12_MAC_ITERATIONS, 2048);
+    assert_eq!(MAX_PKCS12_MAC_SALT, 64);
+}
+
+/// JKS: its check is one hash over the store, so only its size is capped.
+#[test]
+fn jks_checks_refuse_stores_over_the_size_cap() {
+    let f = fixture(KeySpec::Ecdsa(256));
+    let jks = jks_keystore(&f.key, &f.chain, &f.ca, "right", None, Timestamp::UNIX_EPOCH).unwrap();
+    let mut huge = jks.clone();
+    huge.resize(MAX_STORE_BYTES + 1, 0);
+    let rows = [
+        ("ours opens", jks.clone(), Ok(())),
+        ("wrong password", jks, Err(Unopened::Password)),
+        (
+            "over 1 MiB",
+            huge,
+            Err(Unopened::Size {
+                size: 1_048_577,
+                max: 1_048_576,
+            }),
+        ),
+        ("junk", b"junk".to_vec(), Err(Unopened::Unreadable)),
+    ];
+    for (name, store, want) in rows {
+        let password = if name == "wrong password" {
+            "wrong"
+        } else {
+            "right"
+        };
+        assert_eq!(jks_check(&store, password), want, "{name}");
+    }
+}
+
+#[test]
+fn over_limit_is_the_caps_only() {
+    let rows = [
+        (Unopened::Unreadable, false),
+        (Unopened::Password, false),
+        (Unopened::Size { size: 2, max: 1 }, true),
+        (Unopened::MacIterations { count: 2, max: 1 }, true),
+        (Unopened::MacSalt { len: 2, max: 1 }, true),
+    ];
+    for (unopened, over) in rows {
+        assert_eq!(unopened.over_limit(), over, "{unopened:?}");
+    }
+    assert_eq!(
+        format!(
+            "keystore.p12 {}",
+            Unopened::MacIterations {
+                count: i32::MAX,
+                max: 2048
+            }
+        ),
+        "keystore.p12 claims 2147483647 MAC iterations, over the 2048 this manager checks"
+    );
+}

@@ -27,6 +27,7 @@ use crate::certificates::secret::{
 use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write};
 use crate::pki::keys::{Encoding, Key};
+use crate::pki::keystore::Unopened;
 
 /// How long to wait when the Secret cannot be made yet (a keystore password Secret that does
 /// not exist yet, a keystore that does not encode).
@@ -84,12 +85,35 @@ pub struct Facts<'a> {
     /// The field manager the Secret is applied with.
     pub field_manager: &'a str,
     pub owner_ref_enabled: bool,
-    /// Whether the Secret's keystores open with the passwords the spec names now (true when
-    /// there are none): a changed password re-encodes them.
-    pub keystores_open: bool,
+    /// A keystore in the Secret that does not open with the password the spec names now, and
+    /// why (`None` when all open, or there are none): it is encoded again.
+    pub stale_keystore: Option<StaleKeystore>,
     /// The passwords of the keystores the spec asks for, or why one cannot be had.
     pub passwords: Result<Passwords, PasswordError>,
     pub now: Timestamp,
+}
+
+/// A keystore of the Secret that does not open, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StaleKeystore {
+    /// Its data key (`keystore.p12`, `keystore.jks`).
+    pub key: &'static str,
+    pub why: Unopened,
+}
+
+/// The Event reason when a keystore was not checked because checking it would cost more than
+/// the manager pays: it is written again, and the owner is told why.
+pub const REASON_KEYSTORE_OVER_LIMIT: &str = "KeystoreOverLimit";
+
+impl StaleKeystore {
+    /// The Warning for a store written again unchecked; none for a store that was checked
+    /// (a changed password re-encodes its stores quietly).
+    fn notice(self) -> Option<Notice> {
+        self.why.over_limit().then(|| {
+            let note = format!("{} {}; writing it again", self.key, self.why);
+            Notice::warning(REASON_KEYSTORE_OVER_LIMIT, "Issue", &note)
+        })
+    }
 }
 
 /// The issuing controller's plan: the Secret apply first (a crash before the status apply
@@ -295,7 +319,7 @@ fn repair(facts: &Facts<'_>) -> Decision {
     let reapply = matches!(secret::decide_repair(&input), Repair::Reapply { .. });
     let data = secret_data_of(secret);
     let reencoded = reencoded_key(facts.certificate, data.private_key);
-    if !reapply && reencoded.is_none() && facts.keystores_open {
+    if !reapply && reencoded.is_none() && facts.stale_keystore.is_none() {
         return Decision::idle();
     }
     let mut write = owned(&data);
@@ -304,7 +328,11 @@ fn repair(facts: &Facts<'_>) -> Decision {
     }
     Decision {
         write: Some(write),
-        plan: Plan::idle(Next::AwaitChange),
+        plan: Plan {
+            status: None,
+            event: facts.stale_keystore.and_then(StaleKeystore::notice),
+            next: Next::AwaitChange,
+        },
     }
 }
 

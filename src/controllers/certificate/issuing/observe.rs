@@ -1,14 +1,15 @@
 //! What the issuing controller reads besides the caches: the keystore passwords (their
-//! Secrets read live), and whether the Secret's keystores open with them.
+//! Secrets read live), and whether the Secret's keystores open with them (and if not, why).
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 
 use super::super::{CertificateContext, Error, observe};
+use super::decide::StaleKeystore;
 use crate::api::certmanager::{Certificate, ISSUING, SecretKeySelector};
 use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{Kind, PasswordError, Passwords, keystore_password, password_secret_name};
-use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
+use crate::pki::keystore::{Unopened, jks_check, pkcs12_check};
 
 /// The passwords of the keystores `crt` asks for, reading password Secrets live; an error
 /// inside when one cannot be had (the plan says why when it needs it).
@@ -54,30 +55,26 @@ fn asked(crt: &Certificate) -> Vec<(Kind, Option<&str>, Option<&SecretKeySelecto
     pkcs12.into_iter().chain(jks).collect()
 }
 
-/// Whether the keystores in `secret` open with the passwords the spec names now; true when
-/// issuing, when none is asked for or held, or when a password cannot be had (nothing to
-/// re-encode with).
-pub fn keystores_open(
+/// The first keystore in `secret` that does not open with the password the spec names now,
+/// and why; `None` when issuing, when none is asked for or held, or when a password cannot be
+/// had (nothing to re-encode with). What a check costs is capped (`pki::keystore`), whatever the
+/// Secret claims.
+pub fn stale_keystore(
     crt: &Certificate,
     secret: Option<&Secret>,
     passwords: &Result<Passwords, PasswordError>,
-) -> bool {
-    let Some(data) = secret
+) -> Option<StaleKeystore> {
+    let data = secret
         .and_then(|s| s.data.as_ref())
-        .filter(|_| !asked(crt).is_empty() && !crt.has_true(ISSUING))
-    else {
-        return true;
+        .filter(|_| !asked(crt).is_empty() && !crt.has_true(ISSUING))?;
+    let passwords = passwords.as_ref().ok()?;
+    type Check = fn(&[u8], &str) -> Result<(), Unopened>;
+    let stale = |key: &'static str, password: &Option<String>, check: Check| {
+        let (store, password) = (data.get(key)?, password.as_deref()?);
+        check(&store.0, password)
+            .err()
+            .map(|why| StaleKeystore { key, why })
     };
-    let Ok(passwords) = passwords else {
-        return true;
-    };
-    let opens = |key: &str, password: &Option<String>, check: fn(&[u8], &str) -> bool| match (
-        data.get(key),
-        password,
-    ) {
-        (Some(store), Some(password)) => check(&store.0, password),
-        _ => true,
-    };
-    opens(keys::PKCS12_KEYSTORE, &passwords.pkcs12, pkcs12_opens_with)
-        && opens(keys::JKS_KEYSTORE, &passwords.jks, jks_opens_with)
+    stale(keys::PKCS12_KEYSTORE, &passwords.pkcs12, pkcs12_check)
+        .or_else(|| stale(keys::JKS_KEYSTORE, &passwords.jks, jks_check))
 }

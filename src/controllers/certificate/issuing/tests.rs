@@ -77,7 +77,7 @@ fn facts<'a>(crt: &'a Certificate, key: Option<&'a Key>, requests: Vec<&'a Certi
         secret: None,
         field_manager: "cfssl-issuer-issuing",
         owner_ref_enabled: false,
-        keystores_open: true,
+        stale_keystore: None,
         passwords: Ok(crate::certificates::secret::Passwords::default()),
         now: at("2026-02-03T00:00:00Z"),
     }
@@ -311,13 +311,29 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
     body.metadata.managed_fields = Some(vec![applied_by("cfssl-issuer-issuing", &body)]);
     facts.secret = Some(&body);
     assert_eq!(contents(&facts).write, None, "PKCS1 as asked: nothing to do");
-    facts.keystores_open = false;
-    let rewritten = contents(&facts).write.expect("keystores written again");
-    assert_eq!(
-        (rewritten.private_key, rewritten.certificate),
-        (pkcs1.clone(), chain.clone())
-    );
-    facts.keystores_open = true;
+    for row in stale_keystore_rows() {
+        facts.stale_keystore = Some(row.stale);
+        let Decision { write, plan } = contents(&facts);
+        let rewritten = write.expect("keystores written again");
+        assert_eq!(
+            (rewritten.private_key, rewritten.certificate),
+            (pkcs1.clone(), chain.clone()),
+            "{}",
+            row.name
+        );
+        let want = row.warning.map(|note| {
+            let reason = REASON_KEYSTORE_OVER_LIMIT.to_string();
+            ("Warning".to_string(), reason, note.to_string())
+        });
+        assert_eq!(event(&plan), want, "{}", row.name);
+        assert_eq!(
+            (plan.status, plan.next),
+            (None, Next::AwaitChange),
+            "{}",
+            row.name
+        );
+    }
+    facts.stale_keystore = None;
     facts.secret = Some(&empty);
     assert_eq!(
         contents(&facts).write,
@@ -435,4 +451,65 @@ fn a_secret_that_cannot_be_made_yet_writes_nothing_and_says_why() {
             "{reason}"
         );
     }
+}
+
+struct StaleRow {
+    name: &'static str,
+    stale: StaleKeystore,
+    /// The Warning's note; none for a store that was checked and did not open.
+    warning: Option<&'static str>,
+}
+
+/// Why a keystore is written again, and what its owner is told.
+fn stale_keystore_rows() -> Vec<StaleRow> {
+    use crate::pki::keystore::Unopened;
+    let p12 = |why| StaleKeystore {
+        key: data::PKCS12_KEYSTORE,
+        why,
+    };
+    vec![
+        StaleRow {
+            name: "a changed password: quietly",
+            stale: p12(Unopened::Password),
+            warning: None,
+        },
+        StaleRow {
+            name: "unreadable: quietly",
+            stale: StaleKeystore {
+                key: data::JKS_KEYSTORE,
+                why: Unopened::Unreadable,
+            },
+            warning: None,
+        },
+        StaleRow {
+            name: "2^31-1 MAC iterations claimed",
+            stale: p12(Unopened::MacIterations {
+                count: i32::MAX,
+                max: 2048,
+            }),
+            warning: Some(
+                "keystore.p12 claims 2147483647 MAC iterations, over the 2048 this manager checks; writing it again",
+            ),
+        },
+        StaleRow {
+            name: "a long MAC salt",
+            stale: p12(Unopened::MacSalt { len: 65, max: 64 }),
+            warning: Some(
+                "keystore.p12 has a 65-byte MAC salt, over the 64 this manager checks; writing it again",
+            ),
+        },
+        StaleRow {
+            name: "a JKS store over the size cap",
+            stale: StaleKeystore {
+                key: data::JKS_KEYSTORE,
+                why: Unopened::Size {
+                    size: 1_048_577,
+                    max: 1_048_576,
+                },
+            },
+            warning: Some(
+                "keystore.jks is 1048577 bytes, over the 1048576 this manager checks; writing it again",
+            ),
+        },
+    ]
 }

@@ -1,0 +1,106 @@
+//! The crypto pool: computation a tenant's object can make long (generating an RSA key,
+//! signing a CSR with it, encoding and checking keystores) runs here, off the one runtime
+//! thread that also answers `/healthz` and renews the leader Lease.
+//!
+//! Work runs on Tokio's blocking threads under two limits: at most `slots` jobs at once (the
+//! number of CPUs, at least 2), and at most one job per namespace. A namespace's further jobs
+//! wait for its own one, before they take a place in the queue for a slot; that queue is first
+//! come, first served (Tokio's semaphores are fair). So one tenant's work never takes more than
+//! one slot, and another tenant's job waits at most for one job of each namespace queued
+//! before it. A job whose caller stops waiting still runs to its end (a blocking thread cannot
+//! be interrupted) and holds its slot until then: the limits count what really runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::Semaphore;
+
+use crate::clock::lock;
+
+/// Why pooled work has no result.
+#[derive(Debug, thiserror::Error)]
+pub enum CryptoError {
+    #[error("the crypto pool is closed")]
+    Closed,
+    #[error("crypto work panicked")]
+    Panicked(#[source] tokio::task::JoinError),
+}
+
+/// The bounded pool for expensive crypto; one per manager, in [`super::Shared`].
+#[derive(Debug)]
+pub struct CryptoPool {
+    slots: Arc<Semaphore>,
+    total: usize,
+    /// Each namespace's one-job lane; dropped once no job of the namespace holds or waits for it.
+    lanes: Mutex<HashMap<String, Weak<Semaphore>>>,
+}
+
+impl CryptoPool {
+    /// A pool running at most `slots` jobs at once (at least 1).
+    pub fn new(slots: usize) -> Self {
+        let total = slots.max(1);
+        CryptoPool {
+            slots: Arc::new(Semaphore::new(total)),
+            total,
+            lanes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A pool with one slot per CPU, at least 2 (one tenant's job never holds the only one).
+    pub fn for_this_machine() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+        Self::new(cpus.max(2))
+    }
+
+    /// How many jobs may run at once.
+    pub fn slots(&self) -> usize {
+        self.total
+    }
+
+    /// Runs `work` on a blocking thread once `namespace` has no other job running and a slot
+    /// is free; its result.
+    pub async fn run<T, F>(&self, namespace: &str, work: F) -> Result<T, CryptoError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let lane = self.lane(namespace);
+        let own = lane.acquire_owned().await.map_err(|_| CryptoError::Closed)?;
+        let slot = self
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CryptoError::Closed)?;
+        tokio::task::spawn_blocking(move || {
+            let _held = (own, slot);
+            work()
+        })
+        .await
+        .map_err(CryptoError::Panicked)
+    }
+
+    /// `namespace`'s lane, made when none of its jobs holds or waits for one.
+    fn lane(&self, namespace: &str) -> Arc<Semaphore> {
+        let mut lanes = lock(&self.lanes);
+        if let Some(lane) = lanes.get(namespace).and_then(Weak::upgrade) {
+            return lane;
+        }
+        lanes.retain(|_, lane| lane.strong_count() > 0);
+        let lane = Arc::new(Semaphore::new(1));
+        lanes.insert(namespace.to_string(), Arc::downgrade(&lane));
+        lane
+    }
+
+    /// How many namespaces have a job running or waiting.
+    #[cfg(test)]
+    fn lanes(&self) -> usize {
+        lock(&self.lanes)
+            .values()
+            .filter(|l| l.strong_count() > 0)
+            .count()
+    }
+}
+
+#[cfg(test)]
+mod tests;
