@@ -176,9 +176,10 @@ impl HostPolicy {
     /// Pure: a namespaced Issuer is a tenant's, limited by `allowed` when set; a ClusterIssuer
     /// is an administrator's.
     pub fn for_issuer(namespaced: bool, allowed: Option<&std::sync::Arc<AllowList>>) -> HostPolicy {
-        match namespaced {
-            true => HostPolicy::Tenant(allowed.cloned()),
-            false => HostPolicy::Admin,
+        if namespaced {
+            HostPolicy::Tenant(allowed.cloned())
+        } else {
+            HostPolicy::Admin
         }
     }
 }

@@ -59,25 +59,29 @@ impl ErrorContext {
     }
 
     pub(super) fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
-        let not_cfssl = || match self.quote {
-            true => Failure::Http {
-                status: status.as_u16(),
-                snippet: snippet(bytes),
-            },
-            false => Failure::HttpUnquoted {
-                status: status.as_u16(),
-                length: bytes.len(),
-            },
+        let not_cfssl = || {
+            if self.quote {
+                Failure::Http {
+                    status: status.as_u16(),
+                    snippet: snippet(bytes),
+                }
+            } else {
+                Failure::HttpUnquoted {
+                    status: status.as_u16(),
+                    length: bytes.len(),
+                }
+            }
         };
         let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
             Ok(envelope) => envelope,
             Err(source) if status.is_success() => {
-                let malformed = match self.quote {
-                    true => MalformedAnswer::NotCfssl {
+                let malformed = if self.quote {
+                    MalformedAnswer::NotCfssl {
                         content_type: self.content_type.clone(),
                         source,
-                    },
-                    false => MalformedAnswer::NotCfsslUnquoted { length: bytes.len() },
+                    }
+                } else {
+                    MalformedAnswer::NotCfsslUnquoted { length: bytes.len() }
                 };
                 return Err(self.failed(Failure::Malformed(malformed)));
             }

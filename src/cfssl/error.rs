@@ -167,7 +167,7 @@ pub enum Failure {
     /// never its path, query or user info.
     #[error(
         "the CA answered {} {}; redirects are not followed",
-        status_line(.status),
+        status_line(*.status),
         location_or_none(.host.as_deref())
     )]
     Redirect { status: u16, host: Option<String> },
@@ -255,8 +255,8 @@ pub enum MalformedAnswer {
 }
 
 /// `307 Temporary Redirect`: the status and its standard name, when it has one.
-fn status_line(status: &u16) -> String {
-    match reqwest::StatusCode::from_u16(*status)
+fn status_line(status: u16) -> String {
+    match reqwest::StatusCode::from_u16(status)
         .ok()
         .and_then(|s| s.canonical_reason())
     {

@@ -281,7 +281,7 @@ fn rows() -> Vec<Row> {
             setup: |i, m| i.url = via(m.redirector, 308, m.url),
             want: fails(I, "InvalidConfig", "the CA answered 308 Permanent Redirect to host 127.0.0.1; redirects are not followed", false) },
         Row { name: "more urls than the cap (9)", serve: https,
-            setup: |i, m| i.url = vec![m.url; 9].join(","),
+            setup: |i, m| i.url = [m.url; 9].join(","),
             want: fails(I, "InvalidConfig", "9 CFSSL URLs given; at most 8 are allowed", false) },
         Row { name: "Issuer at a host not on the namespaced allow-list (no request made)", serve: Serve::Http,
             setup: |i, m| i.url = m.url.replace("127.0.0.1", "localhost"),

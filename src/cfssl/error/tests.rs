@@ -451,7 +451,7 @@ async fn causes_are_sources_and_messages_are_unchanged() {
         ),
         (
             "too many urls",
-            Error::from(super::super::Endpoints::parse(&vec!["https://ca"; 9].join(",")).unwrap_err()),
+            Error::from(super::super::Endpoints::parse(&["https://ca"; 9].join(",")).unwrap_err()),
             "9 CFSSL URLs given; at most 8 are allowed",
             None,
         ),
