@@ -12,6 +12,7 @@ use clap::{Args, ValueEnum};
 
 use futures::FutureExt;
 
+use crate::cfssl::AllowList;
 use crate::controllers::{self, Config, CsrSettings};
 use crate::telemetry::{Health, Metrics, Role, server};
 
@@ -88,6 +89,12 @@ pub struct RunArgs {
     /// is then another signer's, and no SubjectAccessReview is created.
     #[arg(long)]
     pub disable_kubernetes_csr_namespaced_signers: bool,
+    /// The only CA hosts namespaced Issuers may use: comma-separated host names, `*.suffix`
+    /// wildcards, IP addresses and CIDRs (`10.0.0.0/8`). Names are matched as written, never
+    /// resolved. Unset: any host, but what answers is never quoted in a namespaced Issuer's
+    /// status. ClusterIssuers are never restricted.
+    #[arg(long, env = "NAMESPACED_ISSUER_ALLOWED_HOSTS")]
+    pub namespaced_issuer_allowed_hosts: Option<AllowList>,
     #[command(flatten)]
     pub standalone: StandaloneArgs,
     #[command(flatten)]
@@ -215,6 +222,7 @@ impl RunArgs {
         config.kubernetes_csr = (!self.disable_kubernetes_csr_controller).then_some(CsrSettings {
             namespaced_signers: !self.disable_kubernetes_csr_namespaced_signers,
         });
+        config.namespaced_issuer_allowed_hosts = self.namespaced_issuer_allowed_hosts.clone().map(Arc::new);
         Ok(config)
     }
 }
@@ -459,5 +467,23 @@ mod go_flag_tests {
                 "{args:?}"
             );
         }
+    }
+
+    #[test]
+    fn allowed_hosts_flag() {
+        let parse = |arg: &str| {
+            Cli::try_parse_from(["cfssl-issuer", arg])
+                .map(|cli| cli.run.namespaced_issuer_allowed_hosts)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            parse("--namespaced-issuer-allowed-hosts=10.0.0.0/8, *.svc"),
+            Ok(Some("10.0.0.0/8,*.svc".parse().unwrap()))
+        );
+        let err = parse("--namespaced-issuer-allowed-hosts=ca:8443").unwrap_err();
+        assert!(
+            err.contains(r#""ca:8443" is not a host name, *.suffix, IP address or CIDR"#),
+            "{err}"
+        );
     }
 }

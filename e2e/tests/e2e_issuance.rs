@@ -36,6 +36,17 @@ impl Env {
 
     /// The scenario on `cluster`, which has `issuer_crds` installed.
     async fn on(cluster: Cluster, issuer_crds: IssuerCrds, ca: Option<Ca>) -> anyhow::Result<Env> {
+        Self::allowing(cluster, issuer_crds, ca, None).await
+    }
+
+    /// [`Env::on`] with a manager that lets namespaced Issuers reach only `allowed_hosts`
+    /// (`--namespaced-issuer-allowed-hosts`), when set.
+    async fn allowing(
+        cluster: Cluster,
+        issuer_crds: IssuerCrds,
+        ca: Option<Ca>,
+        allowed_hosts: Option<&str>,
+    ) -> anyhow::Result<Env> {
         let ca = match ca {
             Some(ca) => ca,
             None => Ca::simple(cluster.is_external()).await?,
@@ -50,6 +61,9 @@ impl Env {
             && let Some(file) = ca.tls_ca_file(trust.path())?
         {
             options = options.env("SSL_CERT_FILE", file.display().to_string());
+        }
+        if let Some(hosts) = allowed_hosts {
+            options = options.env("NAMESPACED_ISSUER_ALLOWED_HOSTS", hosts);
         }
         let manager = if cluster.is_external() {
             None
@@ -525,7 +539,10 @@ async fn proxy_answers_fail_over_and_url_passwords_stay_hidden() -> anyhow::Resu
         return Ok(());
     }
     const PASSWORD: &str = "s3cret-pw";
-    let env = Env::start(None).await?;
+    // The proxy's host is on the allow-list: only then is its page quoted in a namespaced
+    // Issuer's status.
+    let cluster = Cluster::start_with(IssuerCrds::Ours).await?;
+    let env = Env::allowing(cluster, IssuerCrds::Ours, None, Some("127.0.0.0/8")).await?;
     let client = env.client();
     let proxy = proxy_404().await?;
     let creds = |url: &str| url.replacen("://", "://operator:s3cret-pw@", 1);

@@ -14,6 +14,9 @@ pub(super) struct ErrorContext {
     pub(super) attempt: Attempt,
     /// The answer's `content-type`, once there is an answer.
     pub(super) content_type: String,
+    /// Whether a body that is not CFSSL's may be quoted in messages (see
+    /// [`Trust`](super::Trust)); when not, only its status and length are told.
+    pub(super) quote: bool,
 }
 
 impl ErrorContext {
@@ -42,18 +45,45 @@ impl ErrorContext {
         self.failed(Failure::TooLarge { limit })
     }
 
-    pub(super) fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
-        let not_cfssl = || Failure::Http {
+    /// A 3xx answer from `url`, naming the host its `location` points at (resolved against
+    /// `url`, as a relative Location is).
+    pub(super) fn redirect(&self, status: StatusCode, url: &reqwest::Url, location: Option<&str>) -> Error {
+        let host = location
+            .and_then(|l| url.join(l).ok())
+            .and_then(|target| target.host_str().map(str::to_string))
+            .filter(|host| !host.is_empty());
+        self.failed(Failure::Redirect {
             status: status.as_u16(),
-            snippet: snippet(bytes),
+            host,
+        })
+    }
+
+    pub(super) fn parse<T: DeserializeOwned>(&self, status: StatusCode, bytes: &[u8]) -> Result<T, Error> {
+        let not_cfssl = || {
+            if self.quote {
+                Failure::Http {
+                    status: status.as_u16(),
+                    snippet: snippet(bytes),
+                }
+            } else {
+                Failure::HttpUnquoted {
+                    status: status.as_u16(),
+                    length: bytes.len(),
+                }
+            }
         };
         let envelope = match serde_json::from_slice::<Envelope<T>>(bytes) {
             Ok(envelope) => envelope,
             Err(source) if status.is_success() => {
-                return Err(self.failed(Failure::Malformed(MalformedAnswer::NotCfssl {
-                    content_type: self.content_type.clone(),
-                    source,
-                })));
+                let malformed = if self.quote {
+                    MalformedAnswer::NotCfssl {
+                        content_type: self.content_type.clone(),
+                        source,
+                    }
+                } else {
+                    MalformedAnswer::NotCfsslUnquoted { length: bytes.len() }
+                };
+                return Err(self.failed(Failure::Malformed(malformed)));
             }
             Err(_) => return Err(self.failed(not_cfssl())),
         };
@@ -90,6 +120,7 @@ pub fn parse_answer<T: DeserializeOwned>(call: Call, status: StatusCode, body: &
     let ctx = ErrorContext {
         attempt: Attempt::new(call, "", ""),
         content_type: String::new(),
+        quote: true,
     };
     ctx.parse(status, body)
 }

@@ -12,7 +12,7 @@ use super::answer::{ErrorContext, ReadError, read_limited};
 use super::endpoints::{display_base, redact_list};
 use super::error::{Attempt, Call, Class, Error, Failure, IssuerFault, MalformedAnswer, NoCertificate};
 use super::wire::{AuthSignRequest, InfoRequest, InfoResult, SignRequest, SignResult};
-use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, INFO_PATH};
+use super::{AUTHSIGN_PATH, AuthKey, Endpoints, EndpointsError, HostPolicy, INFO_PATH, Trust, trust};
 use crate::clock::{Clock, lock, system_clock};
 use crate::pki::{Chain, certificates_in, check_csr_pem, check_not_expired, complete_chain};
 
@@ -39,6 +39,8 @@ pub struct ClientConfig {
     pub unanswered_signs: Counter,
     /// Now, for the timestamp of each authsign token.
     pub clock: Clock,
+    /// Which hosts the URLs may name and whether answers are quoted (see [`trust`]).
+    pub hosts: HostPolicy,
 }
 
 /// Written by hand: the URL may carry a password and the key is secret; the metric counter and
@@ -54,6 +56,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("ca_bundle_pem", &self.ca_bundle_pem.as_ref().map(Vec::len))
             .field("timeout", &self.timeout)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("hosts", &self.hosts)
             .finish_non_exhaustive()
     }
 }
@@ -74,6 +77,7 @@ impl ClientConfig {
             max_response_bytes: Self::DEFAULT_MAX_RESPONSE_BYTES,
             unanswered_signs: Counter::default(),
             clock: system_clock(),
+            hosts: HostPolicy::Admin,
         }
     }
 }
@@ -123,13 +127,22 @@ pub struct Client {
     config: ClientConfig,
     /// DER of the signer certificate from the last `/info`, used to complete chains.
     signer: Mutex<Option<Arc<Vec<u8>>>>,
+    /// Whether answers that are not CFSSL's are quoted in messages.
+    quote: bool,
 }
 
 impl Client {
     pub fn new(config: ClientConfig) -> Result<Self, Error> {
         crate::install_crypto_provider();
         let endpoints = Endpoints::parse(&config.url)?;
+        let quote = match trust(&config.hosts, endpoints.iter()) {
+            Trust::Refused { host } => return Err(Error::HostNotAllowed { host }),
+            Trust::Quoted => true,
+            Trust::Unquoted => false,
+        };
         let mut builder = reqwest::Client::builder()
+            // A redirect is an error (see `Failure::Redirect`), not a new request.
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("cfssl-issuer/", env!("CARGO_PKG_VERSION")))
@@ -152,6 +165,7 @@ impl Client {
             endpoints,
             config,
             signer: Mutex::new(None),
+            quote,
         })
     }
 
@@ -353,16 +367,22 @@ impl Client {
         let mut ctx = ErrorContext {
             attempt: self.attempt(call, &display_base(base)),
             content_type: String::new(),
+            quote: self.quote,
         };
+        let url = Endpoints::api(base, path);
         let response = self
             .http
-            .post(Endpoints::api(base, path))
+            .post(url.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body)
             .send()
             .await
             .map_err(|e| ctx.transport(e, self.config.timeout))?;
         let status = response.status();
+        if status.is_redirection() {
+            let location = response.headers().get(reqwest::header::LOCATION);
+            return Err(ctx.redirect(status, &url, location.and_then(|l| l.to_str().ok())));
+        }
         ctx.content_type = content_type(&response);
         let bytes = read_limited(response, self.config.max_response_bytes)
             .await

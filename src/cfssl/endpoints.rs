@@ -16,10 +16,19 @@ impl std::fmt::Debug for Endpoints {
     }
 }
 
+/// The most URLs one issuer may list. Each call tries them in order, each with the full CFSSL
+/// timeout, so a list of URLs that do not answer holds a reconcile for up to this many
+/// timeouts (8 × 30 s: 4 minutes) and opens this many connections per check; an issuer made by
+/// a tenant must not hold the manager longer than that. Eight is more than a CA deployment
+/// needs (a primary and a few replicas or sites).
+pub const MAX_URLS: usize = 8;
+
 #[derive(Debug, thiserror::Error)]
 pub enum EndpointsError {
     #[error("no CFSSL URL given")]
     Empty,
+    #[error("{count} CFSSL URLs given; at most {MAX_URLS} are allowed")]
+    TooMany { count: usize },
     /// `url` is [`redact`]ed.
     #[error("invalid CFSSL URL {url:?}: {problem}")]
     Invalid {
@@ -54,6 +63,9 @@ impl Endpoints {
     pub fn parse(list: &str) -> Result<Self, EndpointsError> {
         let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
         split_credentials(&items)?;
+        if items.len() > MAX_URLS {
+            return Err(EndpointsError::TooMany { count: items.len() });
+        }
         let urls = items.into_iter().map(parse_one).collect::<Result<Vec<_>, _>>()?;
         if urls.is_empty() {
             return Err(EndpointsError::Empty);
@@ -350,6 +362,35 @@ mod tests {
         for (input, want) in cases {
             let err = Endpoints::parse(input).unwrap_err();
             assert_eq!(err.to_string(), want, "{input:?}");
+        }
+    }
+
+    /// At most [`MAX_URLS`] URLs; empty items between commas do not count.
+    #[test]
+    fn url_cap_table() {
+        let list = |n: usize| vec!["https://ca:8888"; n].join(",");
+        let cases: [(String, Result<usize, String>); 6] = [
+            (list(1), Ok(1)),
+            (list(8), Ok(8)),
+            (format!("{}, , ,", list(8)), Ok(8)),
+            (
+                list(9),
+                Err("9 CFSSL URLs given; at most 8 are allowed".to_string()),
+            ),
+            (
+                format!("{},not a url", list(8)),
+                Err("9 CFSSL URLs given; at most 8 are allowed".to_string()),
+            ),
+            (
+                list(1000),
+                Err("1000 CFSSL URLs given; at most 8 are allowed".to_string()),
+            ),
+        ];
+        for (input, want) in cases {
+            let got = Endpoints::parse(&input)
+                .map(|eps| eps.len())
+                .map_err(|e| e.to_string());
+            assert_eq!(got, want, "{input:?}");
         }
     }
 

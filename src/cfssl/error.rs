@@ -68,6 +68,13 @@ pub enum Error {
     /// The CSR failed local checks; it was never sent.
     #[error(transparent)]
     Csr(#[from] CsrError),
+    /// A namespaced Issuer's URL names a host off `--namespaced-issuer-allowed-hosts`; no
+    /// request was sent to any of its URLs.
+    #[error(
+        "the CA host {host} is not on the manager's allow-list for namespaced Issuers; no request \
+         was made"
+    )]
+    HostNotAllowed { host: String },
     /// A call to one URL failed: the CA refused, or what answered (or did not) is unusable.
     #[error(transparent)]
     Call(#[from] CallError),
@@ -150,6 +157,20 @@ pub enum Failure {
     /// CA's verdict, so the next URL is tried, and the issuer is unreachable if all answer so.
     #[error("HTTP {status} without a CFSSL answer: {snippet:?}")]
     Http { status: u16, snippet: String },
+    /// [`Failure::Http`] from a host whose answers are not quoted (see
+    /// [`Trust::Unquoted`](super::Trust::Unquoted)): its status and length only.
+    #[error("HTTP {status} without a CFSSL answer ({length} bytes, not quoted)")]
+    HttpUnquoted { status: u16, length: usize },
+    /// A 3xx. Redirects are not followed: reqwest would send the signed body again to wherever
+    /// the answer points, over plain http:// too (the CFSSL token covers the body only), and a
+    /// tenant's CA could so send the manager to any host. Only the Location's host is named,
+    /// never its path, query or user info.
+    #[error(
+        "the CA answered {} {}; redirects are not followed",
+        status_line(*.status),
+        location_or_none(.host.as_deref())
+    )]
+    Redirect { status: u16, host: Option<String> },
     /// A 200 whose body is not the CFSSL envelope or lacks the expected result.
     #[error("malformed answer: {0}")]
     Malformed(#[source] MalformedAnswer),
@@ -182,6 +203,9 @@ impl Failure {
     fn class(&self) -> Class {
         match self {
             Failure::Tls(_) => Class::Issuer(IssuerFault::Tls),
+            // The URL points at something that sends us elsewhere: the issuer's URL is wrong,
+            // and asking again soon gets the same answer.
+            Failure::Redirect { .. } => Class::Issuer(IssuerFault::Config),
             // The CA signed and answered a certificate that cannot be used for this request
             // (another key, expired, not parsing, a chain that does not hold): asking again
             // would sign again and most likely answer the same, so the request fails and
@@ -189,6 +213,7 @@ impl Failure {
             Failure::UnsupportedKey { .. } | Failure::BadCertificate(_) => Class::Permanent,
             Failure::Refused { class, .. } => *class,
             Failure::Http { .. }
+            | Failure::HttpUnquoted { .. }
             | Failure::Malformed(_)
             | Failure::TooLarge { .. }
             | Failure::Timeout { .. }
@@ -213,6 +238,10 @@ pub enum MalformedAnswer {
         #[source]
         source: serde_json::Error,
     },
+    /// [`MalformedAnswer::NotCfssl`] from a host whose answers are not quoted: the parser's
+    /// message can quote the body (`invalid type: string "…"`), so only the length is told.
+    #[error("not a CFSSL JSON answer ({length} bytes, not quoted)")]
+    NotCfsslUnquoted { length: usize },
     #[error("success without a result")]
     NoResult,
     /// `success: false` without an error: no verdict on the request, so not a refusal.
@@ -223,6 +252,24 @@ pub enum MalformedAnswer {
     AcceptedEmptyCsr,
     #[error("signer certificate: {0}")]
     SignerCertificate(#[source] ChainError),
+}
+
+/// `307 Temporary Redirect`: the status and its standard name, when it has one.
+fn status_line(status: u16) -> String {
+    match reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+    {
+        Some(reason) => format!("{status} {reason}"),
+        None => status.to_string(),
+    }
+}
+
+fn location_or_none(host: Option<&str>) -> String {
+    match host {
+        Some(host) => format!("to host {host}"),
+        None => "without a usable Location".to_string(),
+    }
 }
 
 fn content_type_or_none(content_type: &str) -> &str {
@@ -288,6 +335,7 @@ impl Error {
             Error::Endpoints(_) => Class::Issuer(IssuerFault::Config),
             Error::CaBundle(_) | Error::HttpClient(_) => Class::Issuer(IssuerFault::Tls),
             Error::Csr(_) => Class::Permanent,
+            Error::HostNotAllowed { .. } => Class::Issuer(IssuerFault::Config),
             Error::Encode { .. } => Class::Retryable,
             Error::Call(e) => e.failure.class(),
         }
@@ -301,6 +349,8 @@ impl Error {
             Some(Failure::Refused { status, .. }) => *status >= 500,
             Some(
                 Failure::Http { .. }
+                | Failure::HttpUnquoted { .. }
+                | Failure::Redirect { .. }
                 | Failure::Malformed(_)
                 | Failure::TooLarge { .. }
                 | Failure::Timeout { .. }

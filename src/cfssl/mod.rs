@@ -2,6 +2,7 @@
 //! health probe, ordered failover across URLs, TLS with per-issuer trust, timeouts and a cap on
 //! answer size. Errors are classified here, once, for the controllers (see [`Class`]).
 
+mod allow;
 mod answer;
 mod auth;
 mod client;
@@ -10,6 +11,7 @@ mod error;
 mod failover;
 pub mod wire;
 
+pub use allow::{AllowList, AllowListError, CaHost, HostPolicy, Trust, trust};
 pub use answer::parse_answer;
 pub use auth::{AuthKey, KeyError};
 pub use client::{Client, ClientConfig, Health, Info, MAX_CA_BUNDLE, Signed};

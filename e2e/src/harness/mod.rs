@@ -27,6 +27,7 @@ pub mod objects;
 mod own_managers;
 mod pki;
 pub mod real;
+pub mod redirector;
 pub mod scrape;
 pub mod scripted_ca;
 

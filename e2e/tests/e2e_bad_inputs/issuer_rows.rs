@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use e2e::harness::objects::{self, Kind};
+use e2e::harness::redirector::{Redirector, via};
 use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
@@ -32,6 +33,10 @@ const RETRY_WAIT: Duration = Duration::from_secs(12);
 const TOTAL: Duration = Duration::from_secs(110);
 /// A URL password; rows that use one must never see it shown.
 const PASSWORD: &str = "pw-catalogue-7f3a";
+/// The table's manager only lets namespaced Issuers reach these CA hosts: every row's CA is on
+/// 127.0.0.1, and `localhost` (the same CA by a name) is not on it, since names are never
+/// resolved.
+const ALLOWED_HOSTS: &str = "127.0.0.0/8,*.svc.cluster.local";
 
 /// How the row's CA serves.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -86,6 +91,8 @@ struct Materials<'a> {
     key: &'a str,
     /// TLS trust of a CA that is not this row's.
     other_tls_pem: &'a str,
+    /// The base URL of the table's [`Redirector`].
+    redirector: &'a str,
 }
 
 /// What the row must show.
@@ -267,6 +274,21 @@ fn rows() -> Vec<Row> {
         Row { name: "profile without an auth key", serve: https,
             setup: |i, _| i.profile = "noauth".into(),
             want: fails(I, "InvalidConfig", "refused: authorisation required (HTTP 401, code 1)", true) },
+        Row { name: "CA answers 307 to another host (not followed)", serve: Serve::Http,
+            setup: |i, m| i.url = via(m.redirector, 307, m.url),
+            want: fails(I, "InvalidConfig", "the CA answered 307 Temporary Redirect to host 127.0.0.1; redirects are not followed", false) },
+        Row { name: "CA answers 308 to another host (not followed)", serve: Serve::Http,
+            setup: |i, m| i.url = via(m.redirector, 308, m.url),
+            want: fails(I, "InvalidConfig", "the CA answered 308 Permanent Redirect to host 127.0.0.1; redirects are not followed", false) },
+        Row { name: "more urls than the cap (9)", serve: https,
+            setup: |i, m| i.url = [m.url; 9].join(","),
+            want: fails(I, "InvalidConfig", "9 CFSSL URLs given; at most 8 are allowed", false) },
+        Row { name: "Issuer at a host not on the namespaced allow-list (no request made)", serve: Serve::Http,
+            setup: |i, m| i.url = m.url.replace("127.0.0.1", "localhost"),
+            want: fails(I, "InvalidConfig", "the CA host localhost is not on the manager's allow-list for namespaced Issuers; no request was made", false) },
+        Row { name: "ClusterIssuer at a host not on the namespaced allow-list (accepted)", serve: https,
+            setup: |i, m| i.url = m.url.replace("127.0.0.1", "localhost"),
+            want: ready(CI, None) },
         Row { name: "dead first url (fails over: Ready)", serve: https,
             setup: |i, m| i.url = format!("https://127.0.0.1:{},{}", dead_port(), m.url),
             want: ready(I, Some("Issued")) },
@@ -345,6 +367,8 @@ struct Table {
     manager: Option<Manager>,
     system: String,
     other_tls_pem: String,
+    /// Answers every request with the redirect its path asks for (see [`via`]).
+    redirector: Redirector,
 }
 
 /// What a row did, for the report and the leak check.
@@ -371,7 +395,8 @@ async fn catalogue_issuer_rows() -> anyhow::Result<()> {
         // Debug lines too: every line is searched for secrets at the end.
         false => {
             let options = ManagerOptions::new(cluster.manager_kubeconfig(), &system)
-                .env("RUST_LOG", "info,cfssl_issuer=debug");
+                .env("RUST_LOG", "info,cfssl_issuer=debug")
+                .env("NAMESPACED_ISSUER_ALLOWED_HOSTS", ALLOWED_HOSTS);
             Some(Manager::start(options).await?)
         }
     };
@@ -386,6 +411,7 @@ async fn catalogue_issuer_rows() -> anyhow::Result<()> {
         manager,
         system,
         other_tls_pem: other.tls_ca_pem.clone().expect("TLS on"),
+        redirector: Redirector::start().await?,
     };
     let started = Instant::now();
     let rows = rows();
@@ -449,7 +475,7 @@ async fn run_row(table: &Table, row: &Row) -> Outcome {
         shown: String::new(),
     };
     if table.cluster.is_external() && row.serve == Serve::Http {
-        outcome.skipped = Some("skipped against a deployed manager: needs this process's CA");
+        outcome.skipped = Some("skipped against a deployed manager: needs this process's CA and manager");
         return outcome;
     }
     if table.cluster.server().is_none() && row.setup_is_forbidden() {
@@ -469,6 +495,7 @@ impl Row {
             url: "https://127.0.0.1:1",
             key: e2e::harness::KEY_HEX,
             other_tls_pem: "",
+            redirector: "http://127.0.0.1:1",
         };
         (self.setup)(&mut input, &materials);
         input.forbidden
@@ -508,6 +535,7 @@ async fn try_row(table: &Table, row: &Row, outcome: &mut Outcome) -> anyhow::Res
         url: &ca.url,
         key: &ca.key,
         other_tls_pem: &table.other_tls_pem,
+        redirector: &table.redirector.url,
     };
     (row.setup)(&mut input, &materials);
     outcome.secrets = secret_texts(&input, &ca.key);

@@ -49,6 +49,13 @@ fn http(status: u16) -> Error {
     })
 }
 
+fn redirect(status: u16, host: Option<&str>) -> Error {
+    authsign().failed(Failure::Redirect {
+        status,
+        host: host.map(String::from),
+    })
+}
+
 fn refused(status: u16, class: Class) -> Error {
     authsign().failed(Failure::Refused {
         status,
@@ -138,6 +145,47 @@ fn class_and_failover_table() {
             Issuer(Config),
             false,
         ),
+        (
+            "too many urls",
+            Error::Endpoints(super::super::EndpointsError::TooMany { count: 9 }),
+            Issuer(Config),
+            false,
+        ),
+        (
+            "redirect 307",
+            redirect(307, Some("other.example")),
+            Issuer(Config),
+            true,
+        ),
+        (
+            "redirect 301",
+            redirect(301, Some("other.example")),
+            Issuer(Config),
+            true,
+        ),
+        (
+            "redirect without location",
+            redirect(302, None),
+            Issuer(Config),
+            true,
+        ),
+        (
+            "proxy 404, not quoted",
+            authsign().failed(Failure::HttpUnquoted {
+                status: 404,
+                length: 9,
+            }),
+            Retryable,
+            true,
+        ),
+        (
+            "host not on the allow-list",
+            Error::HostNotAllowed {
+                host: "10.0.0.1".into(),
+            },
+            Issuer(Config),
+            false,
+        ),
     ];
     for (name, err, class, fails_over) in cases {
         assert_eq!((err.class(), err.fails_over()), (class, fails_over), "{name}");
@@ -190,8 +238,17 @@ async fn causes_are_sources_and_messages_are_unchanged() {
     let ctx = ErrorContext {
         attempt: Attempt::new(Call::Info, "https://ca", "l"),
         content_type: "text/html".into(),
+        quote: true,
     };
     let parse = |body: &[u8]| ctx.parse::<serde_json::Value>(StatusCode::OK, body).unwrap_err();
+    let unquoted = ErrorContext {
+        attempt: ctx.attempt.clone(),
+        content_type: "text/html".into(),
+        quote: false,
+    };
+    let parse_unquoted = |status, body: &[u8]| unquoted.parse::<serde_json::Value>(status, body).unwrap_err();
+    let base: reqwest::Url = "https://ca/api/v1/cfssl/info".parse().unwrap();
+    let redirected = |status, location| ctx.redirect(status, &base, location);
     // Bound but not listening: the port refuses connections and no one else can take it.
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -342,6 +399,68 @@ async fn causes_are_sources_and_messages_are_unchanged() {
             "no cause",
             http(502),
             r#"authsign at https://ca (label "l"): HTTP 502 without a CFSSL answer: "<html>""#,
+            None,
+        ),
+        (
+            "not cfssl, not quoted",
+            parse_unquoted(StatusCode::NOT_FOUND, b"secret: s3cret"),
+            r#"info at https://ca (label "l"): HTTP 404 without a CFSSL answer (14 bytes, not quoted)"#,
+            None,
+        ),
+        (
+            "200 not cfssl, not quoted (the parser's message would quote it)",
+            parse_unquoted(StatusCode::OK, br#"{"success":"s3cret"}"#),
+            r#"info at https://ca (label "l"): malformed answer: not a CFSSL JSON answer (20 bytes, not quoted)"#,
+            Some("not a CFSSL JSON answer (20 bytes, not quoted)"),
+        ),
+        (
+            "307: the Location's host only, never its user info, path or query",
+            redirected(
+                StatusCode::TEMPORARY_REDIRECT,
+                Some("http://user:s3cret@other.example:8443/s3cret/path?token=s3cret#s3cret"),
+            ),
+            r#"info at https://ca (label "l"): the CA answered 307 Temporary Redirect to host other.example; redirects are not followed"#,
+            None,
+        ),
+        (
+            "308 to an IP address",
+            redirected(
+                StatusCode::PERMANENT_REDIRECT,
+                Some("https://10.0.0.1/api/v1/cfssl/info"),
+            ),
+            r#"info at https://ca (label "l"): the CA answered 308 Permanent Redirect to host 10.0.0.1; redirects are not followed"#,
+            None,
+        ),
+        (
+            "302 relative: the host asked",
+            redirected(StatusCode::FOUND, Some("/login?next=s3cret")),
+            r#"info at https://ca (label "l"): the CA answered 302 Found to host ca; redirects are not followed"#,
+            None,
+        ),
+        (
+            "301 without a Location",
+            redirected(StatusCode::MOVED_PERMANENTLY, None),
+            r#"info at https://ca (label "l"): the CA answered 301 Moved Permanently without a usable Location; redirects are not followed"#,
+            None,
+        ),
+        (
+            "399 with a Location that does not parse",
+            redirected(StatusCode::from_u16(399).unwrap(), Some("http://[::1")),
+            r#"info at https://ca (label "l"): the CA answered 399 without a usable Location; redirects are not followed"#,
+            None,
+        ),
+        (
+            "too many urls",
+            Error::from(super::super::Endpoints::parse(&["https://ca"; 9].join(",")).unwrap_err()),
+            "9 CFSSL URLs given; at most 8 are allowed",
+            None,
+        ),
+        (
+            "host not on the allow-list",
+            Error::HostNotAllowed {
+                host: "kubernetes.default.svc".into(),
+            },
+            "the CA host kubernetes.default.svc is not on the manager's allow-list for namespaced Issuers; no request was made",
             None,
         ),
     ];

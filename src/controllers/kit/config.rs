@@ -1,6 +1,9 @@
 //! The controllers' settings, from the command line: plain data every layer may read.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::cfssl::AllowList;
 
 /// Settings shared by the controllers, from the command line.
 #[derive(Debug, Clone)]
@@ -24,6 +27,8 @@ pub struct Config {
     pub standalone: Option<StandaloneSettings>,
     /// Signing Kubernetes CertificateSigningRequests, when on.
     pub kubernetes_csr: Option<CsrSettings>,
+    /// The only CA hosts namespaced Issuers may reach, when set; ClusterIssuers reach any.
+    pub namespaced_issuer_allowed_hosts: Option<Arc<AllowList>>,
 }
 
 /// How Kubernetes CertificateSigningRequests are signed.
@@ -48,6 +53,7 @@ impl Config {
             kubernetes_csr: Some(CsrSettings {
                 namespaced_signers: true,
             }),
+            namespaced_issuer_allowed_hosts: None,
         }
     }
 }

@@ -18,7 +18,7 @@ use k8s_openapi::jiff::Timestamp;
 use super::issuers::{Found, IssuerName};
 use super::outcome::{Outcome, blame, outcome};
 use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
-use crate::cfssl::{self, Class, ClientConfig};
+use crate::cfssl::{self, AllowList, Class, ClientConfig, HostPolicy};
 use crate::clock::Clock;
 use crate::controllers::kit::Config;
 use crate::controllers::kit::secrets::SecretIndex;
@@ -54,6 +54,8 @@ pub struct Signer {
     max_retry: std::time::Duration,
     /// Stamps the CFSSL tokens.
     clock: Clock,
+    /// `--namespaced-issuer-allowed-hosts`.
+    allowed_hosts: Option<Arc<AllowList>>,
     metrics: Arc<Metrics>,
     /// One client per issuer, by [`key`].
     pub clients: Clients,
@@ -95,6 +97,7 @@ impl Signer {
             timeout: config.cfssl_timeout,
             max_retry: config.max_retry_duration,
             clock,
+            allowed_hosts: config.namespaced_issuer_allowed_hosts.clone(),
             metrics,
             clients: Clients::default(),
             secrets: SecretIndex::default(),
@@ -200,6 +203,7 @@ impl Signer {
             let mut config = client_config(issuer.spec(), credentials, self.timeout);
             config.unanswered_signs = self.metrics.possible_duplicates_of(&key);
             config.clock = self.clock.clone();
+            config.hosts = HostPolicy::for_issuer(issuer.namespace().is_some(), self.allowed_hosts.as_ref());
             config
         })
     }
