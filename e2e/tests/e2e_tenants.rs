@@ -97,7 +97,10 @@ async fn hostile_requests_do_not_exhaust_memory() -> anyhow::Result<()> {
     load::wait_all_issued(client, &good, requests.len(), WAIT).await?;
 
     let created_peak = manager.peak_rss_kib().expect("the manager's /proc");
-    println!("hostile requests: {n} made; manager RSS peak so far {:.1} MiB", created_peak as f64 / 1024.0);
+    println!(
+        "hostile requests: {n} made; manager RSS peak so far {:.1} MiB",
+        created_peak as f64 / 1024.0
+    );
     let want = format!("the CSR is {HOSTILE_BYTES} bytes, over the 64 KiB limit");
     for i in 0..n {
         let prefix = if i < n / 2 { "before" } else { "during" };
