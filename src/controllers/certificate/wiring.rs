@@ -24,7 +24,8 @@ use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
-use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with, watch_config};
+use crate::controllers::kit::size::watch_config;
+use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
 
 /// The two watches standalone mode adds.
 pub struct StandaloneWatches {

@@ -17,8 +17,9 @@ use kube::{Api, ResourceExt};
 use super::signer_name;
 use super::{CsrContext, error_policy, reconcile};
 use crate::api::{ClusterIssuer, Issuer};
+use crate::controllers::kit::size::watch_config;
 use crate::controllers::kit::wiring::Relist;
-use crate::controllers::kit::wiring::{Wiring, drive, watch_config};
+use crate::controllers::kit::wiring::{Wiring, drive};
 
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();

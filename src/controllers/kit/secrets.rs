@@ -142,7 +142,7 @@ impl SecretFeed {
         let api = Api::<SecretMeta>::all(client);
         let subscribers = Arc::new(self.subscribers);
         let index = self.index;
-        watcher(api, super::wiring::watch_config())
+        watcher(api, super::size::watch_config())
             .default_backoff()
             .modify(|secret| {
                 secret.metadata.managed_fields = None;

@@ -14,6 +14,7 @@ use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::secrets::SecretFeed;
+use super::size::watch_config;
 
 /// Resolves when the manager stops.
 pub type Shutdown = Shared<BoxFuture<'static, ()>>;
@@ -70,17 +71,6 @@ impl Wiring {
             secrets: SecretFeed::default(),
         }
     }
-}
-
-/// Objects per list page. kube-runtime's default of 500 decodes a whole page before any filter
-/// sees it: 500 objects a tenant made as large as the API server allows (about 1.5 MiB each)
-/// would be gigabytes. 25 such objects are under 40 MiB of JSON; a relist of 10,000 small
-/// objects costs 400 list calls instead of 20.
-pub const LIST_PAGE: u32 = 10;
-
-/// The watch configuration every watch of tenant-written objects starts from.
-pub fn watch_config() -> watcher::Config {
-    watcher::Config::default().page_size(LIST_PAGE)
 }
 
 /// Polls a controller (or reflector) stream to its end.
