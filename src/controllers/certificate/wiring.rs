@@ -235,3 +235,58 @@ fn cacheable(secret: &Secret) -> bool {
         .sum();
     (ours || next_key) && data <= MAX_SECRET_DATA && json_len(&secret.metadata) <= MAX_SECRET_METADATA
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn secret(group: Option<&str>, next_key: bool, data: usize, note: usize) -> Secret {
+        let mut annotations = serde_json::Map::new();
+        if let Some(group) = group {
+            annotations.insert("cert-manager.io/issuer-group".into(), group.into());
+        }
+        annotations.insert("note".into(), "n".repeat(note).into());
+        let labels = if next_key {
+            json!({"controller.cert-manager.io/fao": "true", "cert-manager.io/next-private-key": "true"})
+        } else {
+            json!({"controller.cert-manager.io/fao": "true"})
+        };
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "namespace": "apps", "labels": labels, "annotations": annotations},
+            "data": {"tls.crt": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![b'c'; data])},
+        }))
+        .unwrap()
+    }
+
+    /// Only our issuers' Secrets and next-key Secrets, of a bounded size, are cached.
+    #[test]
+    fn cacheable_table() {
+        let ours = Some(crate::api::GROUP);
+        let cases = [
+            ("issued for us", secret(ours, false, 3_000, 10), true),
+            ("a next-key Secret", secret(None, true, 3_000, 10), true),
+            (
+                "issued for cert-manager's issuers",
+                secret(Some("cert-manager.io"), false, 3_000, 10),
+                false,
+            ),
+            ("labelled by anyone", secret(None, false, 3_000, 10), false),
+            (
+                "ours, data over 256 KiB",
+                secret(ours, false, MAX_SECRET_DATA, 10),
+                false,
+            ),
+            (
+                "ours, metadata over 64 KiB",
+                secret(ours, false, 3_000, MAX_SECRET_METADATA),
+                false,
+            ),
+        ];
+        for (row, secret, want) in cases {
+            assert_eq!(cacheable(&secret), want, "{row}");
+        }
+    }
+}

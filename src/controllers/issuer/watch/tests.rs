@@ -135,3 +135,67 @@ async fn a_relist_sweeps_issuers_of_its_kind_whose_delete_was_missed() {
         "{text}"
     );
 }
+
+/// The cache keeps what the checks read, each field bounded; a `caBundle` over the limit stays
+/// one byte over it, so the check still refuses it.
+#[test]
+fn slim_table() {
+    let issuer = |url: usize, bundle: usize| {
+        let mut i = Issuer::new(
+            "ca",
+            IssuerSpec {
+                url: "u".repeat(url),
+                label: "intermediate".into(),
+                profile: Some("p".repeat(url)),
+                ca_bundle: Some(k8s_openapi::ByteString(vec![b'b'; bundle])),
+                ..IssuerSpec::default()
+            },
+        );
+        i.metadata.annotations = Some([("note".to_string(), "n".repeat(100_000))].into());
+        i.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
+        i
+    };
+    // (row, url and profile length, caBundle length, url and profile kept, caBundle kept)
+    let cases = [
+        ("small", 20, 1_000, 20, 1_000),
+        (
+            "at the limits",
+            MAX_FIELD,
+            MAX_CA_BUNDLE,
+            MAX_FIELD,
+            MAX_CA_BUNDLE,
+        ),
+        ("over them", 100_000, 1 << 20, MAX_FIELD, MAX_CA_BUNDLE + 1),
+    ];
+    for (row, url, bundle, want_url, want_bundle) in cases {
+        let slim = slim(issuer(url, bundle));
+        let spec = &slim.spec;
+        let got = (
+            spec.url.len(),
+            spec.profile.as_deref().map(str::len),
+            spec.ca_bundle.as_ref().map(|b| b.0.len()),
+            spec.label.as_str(),
+            slim.metadata.annotations.is_none() && slim.metadata.labels.is_none(),
+        );
+        assert_eq!(
+            got,
+            (want_url, Some(want_url), Some(want_bundle), "intermediate", true),
+            "{row}"
+        );
+    }
+}
+
+#[test]
+fn cut_keeps_whole_characters() {
+    let cases = [
+        ("abc", 5, "abc"),
+        ("abcdef", 3, "abc"),
+        ("aé", 2, "a"),
+        ("éé", 3, "é"),
+    ];
+    for (text, max, want) in cases {
+        let mut text = text.to_string();
+        cut(&mut text, max);
+        assert_eq!(text, want);
+    }
+}
