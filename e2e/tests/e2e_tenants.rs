@@ -135,9 +135,9 @@ async fn hostile_requests_do_not_exhaust_memory() -> anyhow::Result<()> {
 }
 
 /// A tenant whose CA stalls (every sign takes longer than the CFSSL timeout) with 20 approved
-/// requests, and another tenant's 10 requests to a healthy CA made just after: the stalled
-/// tenant holds only its share of the signing slots (2 of the default 8), so the other's are
-/// issued at once instead of waiting for stalled signs to time out (30 s).
+/// requests, and another tenant's 10 requests to a healthy CA made just after: beyond its share
+/// the stalled tenant never takes the last free signing slot, so the other's are issued at once
+/// instead of waiting for stalled signs to time out (30 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalling_ca_does_not_starve_another_issuer() -> anyhow::Result<()> {
     let Some(cluster) = in_process().await? else {

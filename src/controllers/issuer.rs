@@ -57,7 +57,7 @@ pub async fn reconcile<K: AnyIssuer>(issuer: Arc<K>, ctx: Arc<IssuerContext>) ->
     shared.metrics.reconciled(controller_of::<K>());
     let verdict = {
         let tenant = signer::tenant(&IssuerName::of(&*issuer));
-        let Some(_slot) = ctx.signer.checks.enter(&tenant).await else {
+        let Some(_slot) = ctx.signer.checks.enter(&tenant) else {
             tracing::debug!(issuer = %key, "its tenant's share of health checks is in use; later");
             return Ok(Action::requeue(SHARE_REQUEUE));
         };

@@ -1,114 +1,98 @@
 //! Fair shares of a controller's reconcile slots. A reconcile that waits on a CA holds one of
 //! the controller's `--concurrency` slots for as long as the CA takes; a tenant whose CA
 //! stalls could hold all of them and stop everyone else's issuance. Each tenant (a namespace,
-//! or a cluster-scoped issuer) may have at most its share of calls in flight; a reconcile over
-//! the share waits briefly for a slot (a fast CA frees one within milliseconds), then gives up
-//! and is requeued, holding nothing.
+//! or a cluster-scoped issuer) may always have its share of calls in flight; beyond it, a
+//! tenant uses free slots only while one stays free for the others, so that a tenant alone
+//! still uses its CA at nearly full concurrency. A reconcile refused a slot holds nothing and
+//! is requeued.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
 use crate::clock::lock;
 
-/// How long a reconcile waits for a slot of its tenant's share before it is requeued.
-pub const SHARE_WAIT: Duration = Duration::from_millis(100);
-
-/// When a reconcile that found its tenant's share full looks again.
+/// When a reconcile refused a slot looks again.
 pub const SHARE_REQUEUE: Duration = Duration::from_secs(2);
 
-/// Pure: a tenant's share of `concurrency` slots: a quarter, at least one. With the default 8,
-/// four tenants whose CAs stall leave no slot to the others; fewer leave
-/// `concurrency - stalled * share`.
+/// Pure: a tenant's share of `concurrency` slots: a quarter, at least one.
 pub fn share_of(concurrency: u16) -> usize {
     usize::from(concurrency / 4).max(1)
 }
 
-/// The calls in flight per tenant, each tenant limited to `share`.
+/// Pure: whether a tenant holding `mine` of the `held` slots in use (of `capacity`) may take
+/// one more: always within its `share`, beyond it only while another slot stays free.
+pub fn may_enter(mine: usize, held: usize, share: usize, capacity: usize) -> bool {
+    mine < share || held + 2 <= capacity
+}
+
+/// The calls in flight, per tenant and in all.
 #[derive(Debug)]
 pub struct Shares {
     share: usize,
-    wait: Duration,
-    tenants: Arc<Mutex<HashMap<String, Tenant>>>,
+    capacity: usize,
+    held: Arc<Mutex<Held>>,
 }
 
-/// One tenant's slots and how many hold or wait for one (the entry goes at zero).
-#[derive(Debug)]
-struct Tenant {
-    slots: Arc<Semaphore>,
-    users: usize,
+#[derive(Debug, Default)]
+struct Held {
+    total: usize,
+    tenants: HashMap<String, usize>,
 }
 
-/// A slot of a tenant's share, given back when dropped.
+/// A slot, given back when dropped.
 #[derive(Debug)]
 pub struct Slot {
-    _permit: OwnedSemaphorePermit,
-    _user: User,
-}
-
-/// One holder or waiter of a tenant's slots; leaving takes the tenant's entry when it was the
-/// last.
-#[derive(Debug)]
-struct User {
     tenant: String,
-    tenants: Arc<Mutex<HashMap<String, Tenant>>>,
+    held: Arc<Mutex<Held>>,
 }
 
-impl Drop for User {
+impl Drop for Slot {
     fn drop(&mut self) {
-        let mut tenants = lock(&self.tenants);
-        if let Some(entry) = tenants.get_mut(&self.tenant) {
-            entry.users -= 1;
-            if entry.users == 0 {
-                tenants.remove(&self.tenant);
+        let mut held = lock(&self.held);
+        held.total -= 1;
+        if let Some(mine) = held.tenants.get_mut(&self.tenant) {
+            *mine -= 1;
+            if *mine == 0 {
+                held.tenants.remove(&self.tenant);
             }
         }
     }
 }
 
 impl Shares {
-    pub fn new(share: usize, wait: Duration) -> Self {
+    /// Shares of `capacity` slots (the controller's concurrency), `share` each.
+    pub fn new(share: usize, capacity: usize) -> Self {
         Shares {
             share: share.max(1),
-            wait,
-            tenants: Arc::default(),
+            capacity: capacity.max(1),
+            held: Arc::default(),
         }
     }
 
-    /// A slot of `tenant`'s share, waiting at most the configured wait; `None` when the share
-    /// stayed full.
-    pub async fn enter(&self, tenant: &str) -> Option<Slot> {
-        let (slots, user) = self.join(tenant);
-        let permit = tokio::time::timeout(self.wait, slots.acquire_owned()).await;
-        match permit {
-            Ok(Ok(permit)) => Some(Slot {
-                _permit: permit,
-                _user: user,
-            }),
-            // Timed out (the semaphore is never closed).
-            _ => None,
+    /// For a controller of `concurrency` reconciles in flight.
+    pub fn for_concurrency(concurrency: u16) -> Self {
+        Shares::new(share_of(concurrency), usize::from(concurrency))
+    }
+
+    /// A slot for `tenant`, or `None` when [`may_enter`] says no.
+    pub fn enter(&self, tenant: &str) -> Option<Slot> {
+        let mut held = lock(&self.held);
+        let mine = held.tenants.get(tenant).copied().unwrap_or(0);
+        if !may_enter(mine, held.total, self.share, self.capacity) {
+            return None;
         }
-    }
-
-    /// How many tenants hold or wait for a slot.
-    pub fn tenants(&self) -> usize {
-        lock(&self.tenants).len()
-    }
-
-    fn join(&self, tenant: &str) -> (Arc<Semaphore>, User) {
-        let mut tenants = lock(&self.tenants);
-        let entry = tenants.entry(tenant.to_string()).or_insert_with(|| Tenant {
-            slots: Arc::new(Semaphore::new(self.share)),
-            users: 0,
-        });
-        entry.users += 1;
-        let user = User {
+        held.total += 1;
+        *held.tenants.entry(tenant.to_string()).or_default() += 1;
+        Some(Slot {
             tenant: tenant.to_string(),
-            tenants: self.tenants.clone(),
-        };
-        (entry.slots.clone(), user)
+            held: self.held.clone(),
+        })
+    }
+
+    /// How many tenants hold a slot.
+    pub fn tenants(&self) -> usize {
+        lock(&self.held).tenants.len()
     }
 }
 
@@ -124,45 +108,46 @@ mod tests {
         }
     }
 
-    /// A tenant over its share waits, then gives up; another tenant is not held up; slots come
-    /// back when dropped, and no entry is left behind.
-    #[tokio::test]
-    async fn one_tenant_cannot_take_anothers_slots() {
-        let shares = Shares::new(2, Duration::from_millis(20));
-        let run = async {
-            let a1 = shares.enter("a").await;
-            let a2 = shares.enter("a").await;
-            assert!(a1.is_some() && a2.is_some());
-            assert!(shares.enter("a").await.is_none(), "over its share");
-            let b = shares.enter("b").await;
-            assert!(b.is_some(), "another tenant enters at once");
-            assert_eq!(shares.tenants(), 2);
-            drop(a1);
-            assert!(shares.enter("a").await.is_some(), "a freed slot is reused");
-            drop((a2, b));
-            assert_eq!(shares.tenants(), 0);
-        };
-        tokio::time::timeout(Duration::from_secs(5), run).await.unwrap();
+    #[test]
+    fn may_enter_table() {
+        // (mine, held, share, capacity, want)
+        let cases = [
+            (0, 0, 2, 8, true),
+            (1, 7, 2, 8, true),
+            (0, 7, 2, 8, true),
+            (2, 5, 2, 8, true),
+            (2, 6, 2, 8, true),
+            (6, 6, 2, 8, true),
+            (7, 7, 2, 8, false),
+            (2, 7, 2, 8, false),
+            (1, 1, 1, 1, false),
+            (0, 0, 1, 1, true),
+        ];
+        for (mine, held, share, capacity, want) in cases {
+            assert_eq!(
+                may_enter(mine, held, share, capacity),
+                want,
+                "{mine} of {held} held, share {share} of {capacity}"
+            );
+        }
     }
 
-    /// A waiter gets the slot freed while it waits.
-    #[tokio::test]
-    async fn a_waiter_gets_a_slot_freed_in_time() {
-        // The waiter waits up to a minute; the slot is freed as soon as it waits.
-        let shares = Arc::new(Shares::new(1, Duration::from_secs(60)));
-        let run = async {
-            let held = shares.enter("a").await;
-            let waiter = {
-                let shares = shares.clone();
-                tokio::spawn(async move { shares.enter("a").await.is_some() })
-            };
-            while lock(&shares.tenants).get("a").map(|t| t.users) != Some(2) {
-                tokio::task::yield_now().await;
-            }
-            drop(held);
-            assert!(waiter.await.unwrap());
-            assert_eq!(shares.tenants(), 0);
-        };
-        tokio::time::timeout(Duration::from_secs(5), run).await.unwrap();
+    /// A tenant alone takes all but one slot; another tenant still gets in; slots come back
+    /// when dropped, and no entry is left behind.
+    #[test]
+    fn one_tenant_leaves_a_slot_for_another() {
+        let shares = Shares::new(2, 8);
+        let stalled: Vec<Slot> = (0..8).filter_map(|_| shares.enter("a")).collect();
+        assert_eq!(stalled.len(), 7);
+        let b = shares.enter("b");
+        assert!(b.is_some(), "the slot kept free");
+        assert!(shares.enter("a").is_none(), "all slots taken");
+        let c = shares.enter("c");
+        assert!(c.is_some(), "within its share, a tenant enters whatever is held");
+        assert_eq!(shares.tenants(), 3);
+        drop((stalled, b));
+        assert_eq!(shares.tenants(), 1);
+        drop(c);
+        assert_eq!(shares.tenants(), 0);
     }
 }

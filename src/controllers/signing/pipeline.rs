@@ -162,7 +162,7 @@ pub async fn reconcile<A: Adapter>(object: Arc<A::Object>, ctx: Arc<A>) -> Resul
     );
     if decision.plan.next == Next::Work(Work::Sign) {
         let tenant = seen.issuer.as_ref().map(tenant).unwrap_or_default();
-        let Some(_slot) = core.signer.signs.enter(&tenant).await else {
+        let Some(_slot) = core.signer.signs.enter(&tenant) else {
             tracing::debug!(object = %plan::describe(&*object), %tenant, "its tenant's share of signs is in use; later");
             return Ok(Action::requeue(SHARE_REQUEUE));
         };

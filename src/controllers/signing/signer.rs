@@ -22,7 +22,7 @@ use crate::cfssl::{self, AllowList, Class, ClientConfig, HostPolicy};
 use crate::clock::Clock;
 use crate::controllers::kit::Config;
 use crate::controllers::kit::secrets::SecretIndex;
-use crate::controllers::kit::shares::{SHARE_WAIT, Shares, share_of};
+use crate::controllers::kit::shares::Shares;
 use crate::telemetry::Metrics;
 use crate::telemetry::metrics::{CallLabels, IssuerLabels};
 
@@ -102,8 +102,8 @@ impl Signer {
             clients: Clients::default(),
             secrets: SecretIndex::default(),
             deadline: config.sign_deadline,
-            signs: Shares::new(share_of(config.concurrency), SHARE_WAIT),
-            checks: Shares::new(share_of(config.concurrency), SHARE_WAIT),
+            signs: Shares::for_concurrency(config.concurrency),
+            checks: Shares::for_concurrency(config.concurrency),
         }
     }
 
