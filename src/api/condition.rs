@@ -141,14 +141,19 @@ pub const MAX_MESSAGE: usize = 4096;
 pub fn bounded(message: impl Into<String>) -> String {
     let mut message = message.into();
     if message.len() > MAX_MESSAGE {
-        let end = (0..=MAX_MESSAGE - 3)
-            .rev()
-            .find(|&i| message.is_char_boundary(i))
-            .unwrap_or(0);
-        message.truncate(end);
+        cut_at_char(&mut message, MAX_MESSAGE - 3);
         message.push_str("...");
     }
     message
+}
+
+/// Cuts `text` to at most `max` bytes, at a character boundary: how every message, note and
+/// cached field a tenant may make long is shortened.
+pub fn cut_at_char(text: &mut String, max: usize) {
+    if text.len() > max {
+        let end = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+        text.truncate(end);
+    }
 }
 
 impl Condition {
@@ -292,6 +297,21 @@ mod tests {
             let got = bounded(message.clone());
             assert_eq!(got, want, "{}", message.len());
             assert!(got.len() <= MAX_MESSAGE);
+        }
+    }
+
+    #[test]
+    fn cut_at_char_keeps_whole_characters() {
+        let cases = [
+            ("abc", 5, "abc"),
+            ("abcdef", 3, "abc"),
+            ("aé", 2, "a"),
+            ("éé", 3, "é"),
+        ];
+        for (text, max, want) in cases {
+            let mut text = text.to_string();
+            cut_at_char(&mut text, max);
+            assert_eq!(text, want);
         }
     }
 

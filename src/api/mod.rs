@@ -15,7 +15,7 @@ mod issuer;
 pub use certmanager::{cert_manager_crds, cert_manager_crds_yaml};
 pub use condition::{
     Condition, ConditionLike, ConditionStatus, MAX_MESSAGE, READY, ReadyReason, WritableCondition, bounded,
-    find_condition,
+    cut_at_char, find_condition,
 };
 pub use issuer::{
     AnyIssuer, ClusterIssuer, GROUP, Issuer, IssuerKind, IssuerSpec, IssuerStatus, VERSION, crds, crds_yaml,

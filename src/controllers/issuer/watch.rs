@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use kube::runtime::watcher::Event;
 
 use super::IssuerContext;
-use crate::api::AnyIssuer;
+use crate::api::{AnyIssuer, cut_at_char};
 use crate::cfssl::MAX_CA_BUNDLE;
 use crate::clock::lock;
 use crate::controllers::kit::wiring::Relist;
@@ -26,7 +26,7 @@ const MAX_FIELD: usize = 8 * 1024;
 /// larger in the cache than the checks read: metadata the controllers never look at goes, and
 /// a `caBundle` over the largest bundle read is cut to one byte over it, so the check still
 /// says it is too large.
-pub fn slim<K: AnyIssuer>(mut issuer: K) -> K {
+pub fn slim<K: AnyIssuer>(issuer: &mut K) {
     let meta = issuer.meta_mut();
     meta.managed_fields = None;
     meta.annotations = None;
@@ -36,19 +36,10 @@ pub fn slim<K: AnyIssuer>(mut issuer: K) -> K {
         .into_iter()
         .chain(spec.profile.as_mut())
     {
-        cut(field, MAX_FIELD);
+        cut_at_char(field, MAX_FIELD);
     }
     if let Some(bundle) = spec.ca_bundle.as_mut() {
         bundle.0.truncate(MAX_CA_BUNDLE + 1);
-    }
-    issuer
-}
-
-/// Cuts `text` to at most `max` bytes, at a character boundary.
-fn cut(text: &mut String, max: usize) {
-    if text.len() > max {
-        let end = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
-        text.truncate(end);
     }
 }
 

@@ -158,11 +158,10 @@ pub fn truncate(message: &str) -> String {
     if message.len() <= MAX {
         return message.to_string();
     }
-    let mut end = MAX;
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}...", &message[..end])
+    let mut note = message.to_string();
+    crate::api::cut_at_char(&mut note, MAX);
+    note.push_str("...");
+    note
 }
 
 #[cfg(test)]

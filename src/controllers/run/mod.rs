@@ -171,7 +171,7 @@ fn issuer_events<K: AnyIssuer>(
     let ctx = ctx.clone();
     let mut relist = Relist::default();
     move |event: watcher::Event<K>| {
-        let event = event.modify(|issuer| *issuer = issuer::watch::slim(issuer.clone()));
+        let event = event.modify(issuer::watch::slim);
         issuer::watch::issuer_event(&event, &ctx, &mut relist);
         Some(event)
     }

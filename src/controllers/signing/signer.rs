@@ -282,3 +282,48 @@ pub fn class_label(class: Class) -> &'static str {
         Class::Issuer(_) => "issuer",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::cfssl::{AuthKey, Call};
+    use crate::controllers::kit::testing::shared;
+
+    /// One deadline over a whole call, every URL included: a call still running at it fails as
+    /// a retryable timeout naming every URL (credentials hidden); one that ends in time passes.
+    #[tokio::test]
+    async fn a_call_past_the_sign_deadline_is_a_timeout() {
+        let shared = shared();
+        let mut config = shared.config.clone();
+        config.sign_deadline = Duration::from_millis(20);
+        let signer = Signer::new(
+            shared.client.clone(),
+            &config,
+            shared.clock.clone(),
+            shared.metrics.clone(),
+        );
+        let key = AuthKey::from_hex("00112233445566778899aabbccddeeff").unwrap();
+        let urls = "https://ca1.example:8888,https://user:pw@ca2.example";
+        let client = cfssl::Client::new(ClientConfig::new(urls, "intermediate", key)).unwrap();
+        let run = async {
+            let stalled = signer
+                .within_deadline::<()>(&client, Call::AuthSign, futures::future::pending())
+                .await
+                .unwrap_err();
+            let in_time = signer.within_deadline(&client, Call::Info, async { Ok(7) }).await;
+            (stalled, in_time.ok())
+        };
+        let (stalled, in_time) = tokio::time::timeout(Duration::from_secs(5), run).await.unwrap();
+        assert_eq!(
+            (stalled.to_string(), stalled.class(), in_time),
+            (
+                "authsign at https://ca1.example:8888,https://***@ca2.example (label \"intermediate\"): no answer within 20ms"
+                    .to_string(),
+                Class::Retryable,
+                Some(7)
+            )
+        );
+    }
+}

@@ -168,7 +168,9 @@ fn slim_table() {
         ("over them", 100_000, 1 << 20, MAX_FIELD, MAX_CA_BUNDLE + 1),
     ];
     for (row, url, bundle, want_url, want_bundle) in cases {
-        let slim = slim(issuer(url, bundle));
+        let mut slim_issuer = issuer(url, bundle);
+        slim(&mut slim_issuer);
+        let slim = slim_issuer;
         let spec = &slim.spec;
         let got = (
             spec.url.len(),
@@ -182,20 +184,5 @@ fn slim_table() {
             (want_url, Some(want_url), Some(want_bundle), "intermediate", true),
             "{row}"
         );
-    }
-}
-
-#[test]
-fn cut_keeps_whole_characters() {
-    let cases = [
-        ("abc", 5, "abc"),
-        ("abcdef", 3, "abc"),
-        ("aé", 2, "a"),
-        ("éé", 3, "é"),
-    ];
-    for (text, max, want) in cases {
-        let mut text = text.to_string();
-        cut(&mut text, max);
-        assert_eq!(text, want);
     }
 }
