@@ -848,6 +848,51 @@ fn kustomize_default_is_not_standalone_mode() {
     assert_standalone_parts(&kustomize(&repo().join("config/default")), false, false);
 }
 
+/// Standalone mode installs the policy standing in for cert-manager's webhook check of who may
+/// approve (`approval_policy.yaml`, the chart's copy identical), and nothing else does.
+fn assert_approval_policy(docs: &[Value], standalone: bool) {
+    const SOURCE: &str = "config/components/certificate-controllers/approval_policy.yaml";
+    let source = read(SOURCE);
+    assert_eq!(
+        read("charts/cfssl-issuer/files/approval-policy.yaml"),
+        source,
+        "the chart's copy of {SOURCE}"
+    );
+    let installed: Vec<&Value> = docs
+        .iter()
+        .filter(|d| {
+            d["kind"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("ValidatingAdmissionPolicy"))
+        })
+        .collect();
+    let want = if standalone {
+        parse_docs(&source, SOURCE)
+    } else {
+        Vec::new()
+    };
+    let strip = |d: &Value| {
+        let mut d = d.clone();
+        if let Some(meta) = d["metadata"].as_object_mut() {
+            meta.remove("labels");
+        }
+        d
+    };
+    assert_eq!(
+        installed.into_iter().map(strip).collect::<Vec<_>>(),
+        want,
+        "the approval policy and its binding, as written, only in standalone mode"
+    );
+    if standalone {
+        let policy = &want[0]["spec"];
+        assert_eq!(
+            policy["failurePolicy"], "Fail",
+            "no approval unchecked when the policy fails"
+        );
+        assert_eq!(want[1]["spec"]["validationActions"], serde_json::json!(["Deny"]));
+    }
+}
+
 /// config/default with `components`: the manager's RBAC for `csr`, a hardened pod whose
 /// arguments the binary accepts, and no other object added or dropped than those `dropped`.
 fn assert_kustomize_kubernetes_csr(test: &str, components: &[&str], csr: KubernetesCsr, dropped: &[&str]) {
@@ -924,6 +969,7 @@ fn assert_standalone_parts(docs: &[Value], standalone: bool, cert_manager_crds: 
         BTreeSet::new()
     };
     assert_eq!(secret_writes, writes, "Secret writes only in standalone mode");
+    assert_approval_policy(docs, standalone);
     assert_eq!(
         !lease_roles.is_empty(),
         standalone,

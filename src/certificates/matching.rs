@@ -333,6 +333,17 @@ fn durations_equal(a: &str, b: &str) -> bool {
     }
 }
 
+/// Whether `request`'s CSR carries `key`'s public half (false when it cannot be read).
+pub fn request_has_key(request: &CertificateRequest, key: &Key) -> bool {
+    let Ok(der) = decode::csr(&request.spec.request.0) else {
+        return false;
+    };
+    let Ok((_, csr)) = X509CertificationRequest::from_der(&der) else {
+        return false;
+    };
+    decode::public_keys_equal(&csr.certification_request_info.subject_pki, key).unwrap_or(false)
+}
+
 /// Empty kind means `Issuer` (cert-manager #8158).
 pub fn issuer_kinds_equal(a: &str, b: &str) -> bool {
     issuer_kind_or_default(a) == issuer_kind_or_default(b)

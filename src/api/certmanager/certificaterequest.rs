@@ -123,11 +123,21 @@ impl JsonSchema for CertificateRequest {
     }
 
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        super::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
+        let mut schema = super::root_schema::<CertificateRequestSpec, CertificateRequestStatus>(
             generator,
             "One request for a signed certificate from one issuer (cert-manager.io/v1); \
              its spec is immutable and it succeeds or fails once.",
-        )
+        );
+        // What an approver approved must be what is signed. cert-manager's webhook refuses a
+        // changed spec; standalone mode runs without it, so the API server does (the signer
+        // also refuses a request whose generation says its spec changed).
+        if let Some(spec) = schema.get_mut("properties").and_then(|p| p.get_mut("spec")) {
+            spec["x-kubernetes-validations"] = serde_json::json!([{
+                "rule": "self == oldSelf",
+                "message": "spec is immutable: create a new CertificateRequest",
+            }]);
+        }
+        schema
     }
 }
 

@@ -1,8 +1,14 @@
 //! The approver: in standalone mode no cert-manager approver runs, so the requests the
 //! request manager creates for our issuers are approved here, under a field manager of their
-//! own (the request controller's applies of `Ready` never remove `Approved`). Only requests
-//! controlled by a Certificate this manager acts on are approved; a request already approved
-//! or denied is left alone.
+//! own (the request controller's applies of `Ready` never remove `Approved`).
+//!
+//! It approves only what the request manager made: a request controlled by one of our
+//! Certificates, for its next revision, whose CSR matches the Certificate's spec and carries
+//! its next private key. A controller owner reference is no proof: anyone who may create a
+//! request can point one at someone else's Certificate (its UID is readable). Anything else is
+//! left unapproved, never denied: another approver (approver-policy) may still act on it, and a
+//! denial is final. A request that claims a Certificate but fails the check gets one Warning
+//! Event saying why.
 
 use std::sync::Arc;
 
@@ -13,42 +19,100 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::{Value, json};
 
-use super::observe::{controlled_by, is_ours};
+use super::observe::{self, controlled_by, is_ours, next_revision, revision_of};
 use super::{CertificateContext, Error};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{
-    APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED,
+    APPROVED, Certificate, CertificateRequest, CertificateRequestCondition, DENIED, ISSUING,
 };
+use crate::certificates::matching::{request_has_key, request_matches_spec};
+use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{self, Next, Plan, Target, requeue};
 use crate::controllers::kit::status::{self, FieldManager};
+use crate::pki::keys::Key;
 
 /// The reason and message of the approval.
 pub const REASON: &str = "cfssl-issuer.wikimedia.org";
 pub const MESSAGE: &str = "Certificate request has been approved by cfssl-issuer (standalone mode)";
 
-/// The approver's plan: approve `cr` when it is ours to; look again after the back-off when
-/// its Certificate is not cached yet ([`owner_not_seen_yet`]).
-pub fn decide(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Plan<()> {
-    match approval(cr, owner, now) {
-        Some(body) => Plan {
-            status: Some(body),
-            event: None,
-            next: Next::AwaitChange,
-        },
-        None if owner_not_seen_yet(cr, owner) => Plan::idle(Next::Backoff),
-        None => Plan::idle(Next::AwaitChange),
+/// What the approver makes of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The Certificate's own next request: approve it.
+    Approve,
+    /// Decided already, or claims none of our Certificates: not ours to judge.
+    NotOurs,
+    /// It claims a Certificate the caches do not show in full yet (right after a start): look
+    /// again after the back-off.
+    NotSeenYet,
+    /// It claims one of our Certificates but is not its next request: why.
+    NotGenuine(String),
+}
+
+/// Whether `cr` is `owner`'s next request, made from `next_key` (the key the Secret that
+/// `status.nextPrivateKeySecretName` names holds, when trusted).
+pub fn verdict(cr: &CertificateRequest, owner: Option<&Certificate>, next_key: Option<&Key>) -> Verdict {
+    if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
+        return Verdict::NotOurs;
+    }
+    let Some(owner) = owner else {
+        return match claims_a_certificate(cr) && cr.spec.issuer_ref.group == crate::api::GROUP {
+            true => Verdict::NotSeenYet,
+            false => Verdict::NotOurs,
+        };
+    };
+    if !is_ours(owner) || !controlled_by(&cr.metadata, owner) {
+        return Verdict::NotOurs;
+    }
+    let next = next_revision(owner);
+    let not = |why: String| Verdict::NotGenuine(format!("{why}: not approved by cfssl-issuer"));
+    match revision_of(cr) {
+        Some(revision) if revision == next => {}
+        Some(revision) => return not(format!("it is for revision {revision}, the next is {next}")),
+        None => return not("it carries no revision annotation".into()),
+    }
+    match request_matches_spec(cr, &owner.spec) {
+        Ok(differ) if differ.is_empty() => {}
+        Ok(differ) => {
+            return not(format!(
+                "its fields differ from the Certificate's: {}",
+                differ.join(", ")
+            ));
+        }
+        Err(err) => return not(format!("its CSR cannot be read: {err}")),
+    }
+    match next_key {
+        None if !owner.has_true(ISSUING) => not("its Certificate is not issuing".into()),
+        None => Verdict::NotSeenYet,
+        Some(key) if request_has_key(cr, key) => Verdict::Approve,
+        Some(_) => not("its CSR is not signed by the Certificate's next private key".into()),
     }
 }
 
-/// The status apply approving `cr`, or `None` when it is not ours to approve.
-fn approval(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp) -> Option<Value> {
-    if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
-        return None;
+/// The approver's plan for a verdict.
+pub fn decide(cr: &CertificateRequest, verdict: Verdict, now: Timestamp) -> Plan<()> {
+    match verdict {
+        Verdict::Approve => Plan {
+            status: Some(approval(now)),
+            event: None,
+            next: Next::AwaitChange,
+        },
+        Verdict::NotOurs => Plan::idle(Next::AwaitChange),
+        Verdict::NotSeenYet => Plan::idle(Next::Backoff),
+        Verdict::NotGenuine(why) => {
+            let owner = controller_name(cr).unwrap_or_default();
+            let note = format!("Not the next request of Certificate {owner:?} ({why})");
+            Plan {
+                status: None,
+                event: Some(Notice::warning("NotApproved", "Approve", &note)),
+                next: Next::AwaitChange,
+            }
+        }
     }
-    let owner = owner.filter(|crt| is_ours(crt) && controlled_by(&cr.metadata, crt))?;
-    if cr.spec.issuer_ref != owner.spec.issuer_ref {
-        return None;
-    }
+}
+
+/// The status apply approving a request.
+fn approval(now: Timestamp) -> Value {
     let approved = CertificateRequestCondition {
         type_: APPROVED.to_string(),
         status: ConditionStatus::True.as_str().to_string(),
@@ -57,38 +121,34 @@ fn approval(cr: &CertificateRequest, owner: Option<&Certificate>, now: Timestamp
         last_transition_time: Some(Time(now)),
         ..CertificateRequestCondition::default()
     };
-    Some(status::document::<CertificateRequest>(
-        json!({ "conditions": [approved] }),
-    ))
+    status::document::<CertificateRequest>(json!({ "conditions": [approved] }))
+}
+
+/// Whether `cr` has a controller owner reference to a Certificate.
+fn claims_a_certificate(cr: &CertificateRequest) -> bool {
+    controller_name(cr).is_some()
+}
+
+/// The name of the Certificate `cr`'s controller owner reference names.
+fn controller_name(cr: &CertificateRequest) -> Option<&str> {
+    cr.owner_references()
+        .iter()
+        .find(|r| r.controller == Some(true) && r.kind == "Certificate")
+        .map(|r| r.name.as_str())
 }
 
 /// The Certificate controlling `cr`, from the cache.
 fn owner(ctx: &CertificateContext, cr: &CertificateRequest) -> Option<Arc<Certificate>> {
-    let reference = cr
-        .owner_references()
-        .iter()
-        .find(|r| r.controller == Some(true) && r.kind == "Certificate")?;
+    let name = controller_name(cr)?;
     ctx.certificates
-        .get(&ObjectRef::new(&reference.name).within(&cr.namespace().unwrap_or_default()))
-}
-
-/// Whether `cr` waits on a Certificate the cache has not shown yet: a request for our issuers,
-/// neither approved nor denied, controlled by a Certificate missing from the store. Right
-/// after a start the requests' cache can be ready before the Certificates'; nothing else would
-/// bring the request back.
-fn owner_not_seen_yet(cr: &CertificateRequest, owner: Option<&Certificate>) -> bool {
-    let undecided = cr.condition(APPROVED).is_none() && cr.condition(DENIED).is_none();
-    let controlled = cr
-        .owner_references()
-        .iter()
-        .any(|r| r.controller == Some(true) && r.kind == "Certificate");
-    owner.is_none() && undecided && controlled && cr.spec.issuer_ref.group == crate::api::GROUP
+        .get(&ObjectRef::new(name).within(&cr.namespace().unwrap_or_default()))
 }
 
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
     let owner = owner(&ctx, &cr);
     let key = format!("approver/{}", cr.uid().unwrap_or_default());
-    let plan = decide(&cr, owner.as_deref(), ctx.shared.now());
+    let verdict = judged(&ctx, &cr, owner.as_deref());
+    let plan = decide(&cr, verdict, ctx.shared.now());
     let target = Target {
         client: &ctx.shared.client,
         object: &*cr,
@@ -101,6 +161,19 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
     }
     ctx.settled(&key);
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
+}
+
+/// The verdict on `cr`; the next key is decoded only for an undecided request whose owner is
+/// one of our Certificates.
+fn judged(ctx: &CertificateContext, cr: &CertificateRequest, owner: Option<&Certificate>) -> Verdict {
+    let first = verdict(cr, owner, None);
+    match (first, owner) {
+        (Verdict::NotSeenYet, Some(crt)) => {
+            let (_, key) = observe::next_key(ctx, crt);
+            verdict(cr, owner, key.as_ref())
+        }
+        (first, _) => first,
+    }
 }
 
 pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {

@@ -377,8 +377,11 @@ proptest! {
     #[test]
     fn the_approver_decides_anything(w in world(), owner_known in any::<bool>()) {
         let crt = certificate(&w);
+        let secrets = key_secrets(&w, &crt);
+        let next = next_key(&crt, &secrets);
         for cr in requests(&w, &crt) {
-            approver::decide(&cr, owner_known.then_some(&crt), now());
+            let verdict = approver::verdict(&cr, owner_known.then_some(&crt), next.as_ref().map(|(_, key)| key));
+            approver::decide(&cr, verdict, now());
         }
     }
 

@@ -13,16 +13,13 @@ use std::sync::Arc;
 
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
-use x509_parser::certification_request::X509CertificationRequest;
-use x509_parser::prelude::FromDer;
 
 pub use self::build::{annotations_to_copy, request, request_name};
 use super::observe::{self, next_revision, revision_of};
 use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
-use crate::certificates::decode;
-use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
+use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
 use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
 use crate::controllers::kit::status::FieldManager;
@@ -112,18 +109,7 @@ fn create(crt: &Certificate, cr: &CertificateRequest) -> Write {
 /// did not fail before this issuance began.
 fn keep(crt: &Certificate, cr: &CertificateRequest, key: &Key) -> bool {
     let matches = request_matches_spec(cr, &crt.spec).is_ok_and(|v| v.is_empty());
-    matches && csr_has_key(cr, key) && !failed_before_issuing(crt, cr)
-}
-
-/// Whether the request's CSR carries `key`'s public half.
-pub fn csr_has_key(cr: &CertificateRequest, key: &Key) -> bool {
-    let Ok(der) = decode::csr(&cr.spec.request.0) else {
-        return false;
-    };
-    let Ok((_, csr)) = X509CertificationRequest::from_der(&der) else {
-        return false;
-    };
-    decode::public_keys_equal(&csr.certification_request_info.subject_pki, key).unwrap_or(false)
+    matches && request_has_key(cr, key) && !failed_before_issuing(crt, cr)
 }
 
 /// A request that failed (`Ready=False`, `Failed`) before the current `Issuing=True` began.

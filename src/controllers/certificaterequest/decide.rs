@@ -33,6 +33,8 @@ pub struct RequestView {
     pub created: Option<Timestamp>,
     /// Over a budget: the cache kept it without its body.
     pub oversize: Option<Oversize>,
+    /// `metadata.generation` when it says the spec changed after the request was made.
+    pub edited: Option<i64>,
 }
 
 impl RequestView {
@@ -126,6 +128,12 @@ pub fn decide(request: &RequestView, issuer: &IssuerView, approval_required: boo
     }
     if request.has_certificate() {
         return Step::ConfirmIssued;
+    }
+    if let Some(generation) = request.edited {
+        return Step::Reject(format!(
+            "the request cannot be signed: its spec changed after it was created (generation \
+             {generation}), so an approval may not cover it; create a new CertificateRequest"
+        ));
     }
     if let Some(oversize) = request.oversize {
         return Step::Reject(format!("the request cannot be signed: {oversize}"));

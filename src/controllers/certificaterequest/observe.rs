@@ -33,7 +33,19 @@ pub fn request_view(cr: &CertificateRequest) -> RequestView {
         failure_time: status.and_then(|s| s.failure_time.clone()),
         created: cr.metadata.creation_timestamp.as_ref().map(|t| t.0),
         oversize: Oversize::of(cr),
+        edited: edited(&cr.metadata),
     }
+}
+
+/// The generation of a request whose spec changed after it was made. A CertificateRequest's
+/// spec is immutable (cert-manager's webhook, our CRDs' rule); where neither is installed a
+/// tenant could have an approved request's CSR replaced, so the signer reads the API server's
+/// count of spec changes: `metadata.generation` starts at 1 and grows with each spec change,
+/// and once more when a deletion with finalizers begins.
+pub fn edited(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<i64> {
+    let generation = meta.generation?;
+    let unchanged = if meta.deletion_timestamp.is_some() { 2 } else { 1 };
+    (generation > unchanged).then_some(generation)
 }
 
 /// The request's `Ready` condition, typed.

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::super::observe::{next_revision, revision_of};
-use super::super::requestmanager::{csr_has_key, failed_before_issuing};
+use super::super::requestmanager::failed_before_issuing;
 use super::super::status::{condition, document, time};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{
@@ -20,7 +20,7 @@ use crate::api::certmanager::{
 };
 use crate::certificates::decode;
 use crate::certificates::keys::data;
-use crate::certificates::matching::{private_key_matches_spec, request_matches_spec};
+use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
 use crate::certificates::secret::{
     self, BodyOptions, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, Repair, secret_data_of,
 };
@@ -194,7 +194,9 @@ fn issuing(facts: &Facts<'_>) -> Decision {
         .requests
         .iter()
         .filter(|cr| revision_of(cr) == Some(next))
-        .filter(|cr| request_matches_spec(cr, &crt.spec).is_ok_and(|v| v.is_empty()) && csr_has_key(cr, key))
+        .filter(|cr| {
+            request_matches_spec(cr, &crt.spec).is_ok_and(|v| v.is_empty()) && request_has_key(cr, key)
+        })
         .collect();
     let [cr] = matching.as_slice() else {
         return Decision::idle();

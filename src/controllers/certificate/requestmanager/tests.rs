@@ -300,6 +300,9 @@ fn the_request_carries_the_spec_labels_annotations_and_owner() {
         (Some("2h"), false, vec!["server auth".to_string()])
     );
     assert_eq!(cr.spec.issuer_ref, crt.spec.issuer_ref);
-    assert!(csr_has_key(&cr, ec), "the CSR is for the next key");
+    assert!(
+        crate::certificates::matching::request_has_key(&cr, ec),
+        "the CSR is for the next key"
+    );
     assert!(request_matches_spec(&cr, &crt.spec).expect("parses").is_empty());
 }

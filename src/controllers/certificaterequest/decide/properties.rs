@@ -50,17 +50,21 @@ fn request() -> impl Strategy<Value = RequestView> {
         proptest::option::of(chain()),
         proptest::option::of(0i64..4_000_000_000),
         proptest::option::of(0i64..4_000_000_000),
+        proptest::option::of(2i64..5),
     )
         .prop_map(
-            |(ready, (approved, denied, invalid_request), certificate, failed, created)| RequestView {
-                ready,
-                approved,
-                denied,
-                invalid_request,
-                certificate,
-                failure_time: failed.map(|s| Time(at(s))),
-                created: created.map(at),
-                oversize: None,
+            |(ready, (approved, denied, invalid_request), certificate, failed, created, edited)| {
+                RequestView {
+                    ready,
+                    approved,
+                    denied,
+                    invalid_request,
+                    certificate,
+                    failure_time: failed.map(|s| Time(at(s))),
+                    created: created.map(at),
+                    oversize: None,
+                    edited,
+                }
             },
         )
 }
@@ -92,5 +96,16 @@ proptest! {
         let step = guard(decide(&request, &issuer, approval), request.has_certificate(), &held);
         let _ = for_step(step, &request, &held, announced, at(now));
         let _ = for_outcome(outcome, &request, at(now));
+    }
+
+    #[test]
+    fn a_request_edited_after_creation_is_never_signed(
+        request in request(),
+        issuer in issuer(),
+        approval in any::<bool>(),
+        held in held(),
+    ) {
+        let step = guard(decide(&request, &issuer, approval), request.has_certificate(), &held);
+        prop_assert!(request.edited.is_none() || !matches!(step, super::Step::Sign(_)), "{step:?}");
     }
 }

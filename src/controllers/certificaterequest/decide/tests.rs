@@ -203,6 +203,44 @@ fn contract_table() {
             want: Step::Reject("the request cannot be signed: the CSR is 1048576 bytes, over the 64 KiB limit".into()),
         },
         Case {
+            name: "spec changed after it was made: failed, whatever the issuer",
+            req: RequestView {
+                edited: Some(2),
+                ..approved.clone()
+            },
+            issuer: ready(),
+            approval: true,
+            want: Step::Reject(
+                "the request cannot be signed: its spec changed after it was created (generation 2), so an \
+                 approval may not cover it; create a new CertificateRequest"
+                    .into(),
+            ),
+        },
+        Case {
+            name: "spec changed but signed already: the certificate stays",
+            req: RequestView {
+                edited: Some(3),
+                certificate: Some(Chain {
+                    certificates: "c".into(),
+                    ca: None,
+                }),
+                ..approved.clone()
+            },
+            issuer: ready(),
+            approval: true,
+            want: Step::ConfirmIssued,
+        },
+        Case {
+            name: "spec changed, not approved: waits like any other",
+            req: RequestView {
+                edited: Some(2),
+                ..request(None, false, false)
+            },
+            issuer: ready(),
+            approval: true,
+            want: Step::WaitForApproval,
+        },
+        Case {
             name: "over budget but not approved: waits like any other",
             req: RequestView {
                 oversize: Some(Oversize::Rest(70_000)),
@@ -362,5 +400,29 @@ fn guard_table() {
     } in cases
     {
         assert_eq!(guard(step, has_certificate, &held), want, "{row}");
+    }
+}
+
+#[test]
+fn a_spec_changed_after_creation_is_read_from_the_generation() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    let meta = |generation: Option<i64>, deleting: bool| ObjectMeta {
+        generation,
+        deletion_timestamp: deleting.then(|| Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+        ..ObjectMeta::default()
+    };
+    let rows = [
+        ("as created", meta(Some(1), false), None),
+        (
+            "no generation (an API server that keeps none)",
+            meta(None, false),
+            None,
+        ),
+        ("spec changed once", meta(Some(2), false), Some(2)),
+        ("being deleted with finalizers", meta(Some(2), true), None),
+        ("changed, then deleted", meta(Some(3), true), Some(3)),
+    ];
+    for (name, meta, want) in rows {
+        assert_eq!(super::super::observe::edited(&meta), want, "{name}");
     }
 }
