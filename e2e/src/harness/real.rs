@@ -22,7 +22,16 @@ const ADMIN_TOKEN: &str = "e2e-admin-token";
 const MANAGER_NAMESPACE: &str = "cfssl-issuer-system";
 const MANAGER_USER: &str = "system:serviceaccount:cfssl-issuer-system:cfssl-issuer-controller-manager";
 const MANAGER_TOKEN: &str = "e2e-manager-token";
-const RBAC_KINDS: [&str; 4] = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
+/// What the install brings that decides who may do what: its RBAC, and standalone mode's
+/// admission policy on approvals.
+const RBAC_KINDS: [&str; 6] = [
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+];
 
 /// The directory with the real peers' binaries, when `make e2e-real` runs the suite.
 pub fn peers_dir() -> Option<PathBuf> {
@@ -83,6 +92,16 @@ impl RealServer {
     pub async fn client(&self) -> anyhow::Result<Client> {
         let parsed = Kubeconfig::read_from(&self.kubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default()).await?;
+        Ok(Client::try_from(config)?)
+    }
+
+    /// A client acting as the admin impersonating `user` (no groups but `system:authenticated`):
+    /// RBAC and admission policies then judge that user's requests.
+    pub async fn impersonating(&self, user: &str) -> anyhow::Result<Client> {
+        let parsed = Kubeconfig::read_from(&self.kubeconfig)?;
+        let mut config = kube::Config::from_custom_kubeconfig(parsed, &KubeConfigOptions::default()).await?;
+        config.auth_info.impersonate = Some(user.to_string());
+        config.auth_info.impersonate_groups = Some(vec!["system:authenticated".to_string()]);
         Ok(Client::try_from(config)?)
     }
 
@@ -167,7 +186,8 @@ impl RealServer {
     }
 }
 
-/// The RBAC objects of `config/default` with the `certificate-controllers` component.
+/// The RBAC objects (and admission policies) of `config/default` with the `certificate-controllers`
+/// component.
 fn rendered_rbac(scratch: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
     let config = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../config")
