@@ -177,12 +177,9 @@ async fn the_key_manager_accepts_the_secret_it_made_before() {
 /// request controller's applies of Ready never remove Approved.
 #[tokio::test]
 async fn the_approver_applies_approved_as_its_own_manager() {
-    let crt = certificate(json!([]), json!({}));
-    let mut cr = request("web-1", cfssl_issuer::api::GROUP, "Issuer", json!([]));
-    cr.metadata.owner_references = Some(vec![
-        cfssl_issuer::certificates::secret::certificate_owner_reference(&crt),
-    ]);
-    let (ctx, mut handle) = ctx(vec![crt], vec![cr.clone()]);
+    let (crt, secret, key) = issuing_with_key();
+    let cr = requestmanager::request(&crt, &key, 1, &secret.metadata.name.clone().unwrap(), &[]).unwrap();
+    let (ctx, mut handle) = ctx_with_secrets(vec![crt], vec![cr.clone()], vec![secret]);
     let task = tokio::spawn(approver::reconcile(Arc::new(cr), ctx.clone()));
     let (method, uri, body, send) = next(&mut handle).await;
     assert_eq!(method, Method::PATCH);
@@ -192,6 +189,26 @@ async fn the_approver_applies_approved_as_its_own_manager() {
     );
     assert_eq!(body["status"]["conditions"][0]["type"], "Approved");
     answer(send, StatusCode::OK, &body);
+    finish(task).await.unwrap();
+    no_more_requests(&mut handle).await;
+}
+
+/// A request controlled by the Certificate but made from another key: no approval, one
+/// Warning Event on the request, nothing else.
+#[tokio::test]
+async fn the_approver_only_warns_about_a_request_it_did_not_make() {
+    let (crt, secret, _) = issuing_with_key();
+    let other = Key::generate(KeySpec::Ecdsa(256)).unwrap();
+    let cr = requestmanager::request(&crt, &other, 1, &secret.metadata.name.clone().unwrap(), &[]).unwrap();
+    let (ctx, mut handle) = ctx_with_secrets(vec![crt], vec![cr.clone()], vec![secret]);
+    let task = tokio::spawn(approver::reconcile(Arc::new(cr), ctx.clone()));
+    let (reason, note) = event_note(&mut handle).await;
+    assert_eq!(reason, "NotApproved");
+    assert_eq!(
+        note,
+        "Not the next request of Certificate \"web\" (its CSR is not signed by the Certificate's next \
+         private key: not approved by cfssl-issuer)"
+    );
     finish(task).await.unwrap();
     no_more_requests(&mut handle).await;
 }
