@@ -56,9 +56,10 @@ pub fn verdict(cr: &CertificateRequest, owner: Option<&Certificate>, next_key: O
         return Verdict::NotOurs;
     }
     let Some(owner) = owner else {
-        return match claims_a_certificate(cr) && cr.spec.issuer_ref.group == crate::api::GROUP {
-            true => Verdict::NotSeenYet,
-            false => Verdict::NotOurs,
+        return if claims_a_certificate(cr) && cr.spec.issuer_ref.group == crate::api::GROUP {
+            Verdict::NotSeenYet
+        } else {
+            Verdict::NotOurs
         };
     };
     if !is_ours(owner) || !controlled_by(&cr.metadata, owner) {

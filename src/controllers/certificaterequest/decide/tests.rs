@@ -408,7 +408,7 @@ fn a_spec_changed_after_creation_is_read_from_the_generation() {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
     let meta = |generation: Option<i64>, deleting: bool| ObjectMeta {
         generation,
-        deletion_timestamp: deleting.then(|| Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+        deletion_timestamp: deleting.then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
         ..ObjectMeta::default()
     };
     let rows = [
