@@ -88,7 +88,7 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<KeyNeeded> {
 }
 
 fn deletes(secrets: &[&Secret]) -> Vec<Write> {
-    secrets.iter().map(|s| Write::delete(*s)).collect()
+    secrets.iter().filter_map(|s| Write::delete(*s)).collect()
 }
 
 /// One key Secret exists: adopt it, keep it, or delete it (one made for an earlier issuance).

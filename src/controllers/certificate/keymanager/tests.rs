@@ -22,6 +22,7 @@ fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
 fn key_secret_named(name: &str, pem: &[u8]) -> Secret {
     let mut secret = fixtures::secret(&[(data::TLS_KEY, pem)], &[]);
     secret.metadata.name = Some(name.to_string());
+    secret.metadata.uid = Some(format!("uid-{name}"));
     secret
 }
 
