@@ -38,7 +38,7 @@ const NAME: &str = "keymanager";
 pub struct KeyNeeded(pub KeySpec);
 
 /// What the key manager decides from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Facts<'a> {
     pub certificate: &'a Certificate,
     /// The Certificate's next-private-key Secrets.
@@ -47,6 +47,19 @@ pub struct Facts<'a> {
     pub target: Option<&'a Secret>,
     /// A key made for this decision (PKCS#8 PEM), once a plan asked for one.
     pub generated: Option<&'a [u8]>,
+}
+
+/// The Secrets by name and data keys only, and no generated key: they hold private keys.
+impl std::fmt::Debug for Facts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let owned: Vec<_> = self.owned.iter().map(|s| crate::redact::ShownSecret(s)).collect();
+        f.debug_struct("Facts")
+            .field("certificate", &self.certificate)
+            .field("owned", &owned)
+            .field("target", &crate::redact::secret(self.target))
+            .field("generated", &crate::redact::option(&self.generated))
+            .finish()
+    }
 }
 
 /// The deterministic name of a Certificate's next-key Secret.

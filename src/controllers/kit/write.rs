@@ -51,7 +51,7 @@ impl Object {
 }
 
 /// One object write.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum Write {
     /// Server-side apply of `body`, the whole object as the controller wants it, with force:
     /// the fields it sends are its own to decide.
@@ -70,12 +70,42 @@ pub enum Write {
 }
 
 /// A create, and what a name already taken means.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Create {
     pub object: Object,
     pub body: Value,
     pub if_taken: IfTaken,
     pub announce: Announce,
+}
+
+/// A Secret's body without its data's values: a key Secret's and the target's hold the key.
+impl std::fmt::Debug for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Write::Apply { object, body } => f
+                .debug_struct("Apply")
+                .field("object", object)
+                .field("body", &crate::redact::body(&object.kind, body))
+                .finish(),
+            Write::Create(create) => f.debug_tuple("Create").field(create).finish(),
+            Write::Delete { object, uid } => f
+                .debug_struct("Delete")
+                .field("object", object)
+                .field("uid", uid)
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Create {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Create")
+            .field("object", &self.object)
+            .field("body", &crate::redact::body(&self.object.kind, &self.body))
+            .field("if_taken", &self.if_taken)
+            .field("announce", &self.announce)
+            .finish()
+    }
 }
 
 /// What a create whose name is taken does.
