@@ -62,12 +62,20 @@ impl std::fmt::Debug for Facts<'_> {
     }
 }
 
-/// The deterministic name of a Certificate's next-key Secret.
+/// The deterministic name of a Certificate's next-key Secret. Never the target Secret's name,
+/// which anyone who reads the Certificate's UID could give it: that Secret is never taken for a
+/// key Secret, so the key Secret could then never be made.
 pub fn next_key_name(crt: &Certificate) -> String {
     let name = crt.name_any();
     let digest = hex::encode(Sha256::digest(crt.uid().unwrap_or_default().as_bytes()));
     let prefix: String = name.chars().take(253 - 9).collect();
-    format!("{}-{}", prefix.trim_end_matches(['-', '.']), &digest[..8])
+    let prefix = prefix.trim_end_matches(['-', '.']);
+    let first = format!("{prefix}-{}", &digest[..8]);
+    if first == crt.spec.secret_name {
+        format!("{prefix}-{}", &digest[8..16])
+    } else {
+        first
+    }
 }
 
 /// The key manager's plan. The name goes into status before its Secret is made (the Secret's

@@ -472,3 +472,13 @@ fn the_target_secret_is_never_a_key_secret() {
     });
     assert_eq!(deleted(&plan), vec!["web-1"]);
 }
+
+#[test]
+fn the_key_secret_is_never_named_as_the_target() {
+    let mut crt = crt(true, None, "");
+    let usual = next_key_name(&crt);
+    crt.spec.secret_name.clone_from(&usual);
+    let other = next_key_name(&crt);
+    // sha256("uid-1") begins 4a49acf8 a6bd7277: the second eight hex digits name it instead.
+    assert_eq!((usual.as_str(), other.as_str()), ("web-4a49acf8", "web-a6bd7277"));
+}
