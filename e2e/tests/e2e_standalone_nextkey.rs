@@ -121,3 +121,46 @@ async fn a_next_key_name_pointing_at_a_foreign_secret_is_never_used() -> anyhow:
     env.assert_api_hygiene();
     Ok(())
 }
+
+/// A `cert-manager.io/next-private-key` label in `spec.secretTemplate` (cert-manager's webhook
+/// lets labels through) lands on the target Secret, which with owner references on is
+/// controlled by the Certificate as a key Secret is. It is still never taken for one: the key
+/// manager, deleting key Secrets once an issuance is done, leaves it, so it keeps its UID
+/// across a re-issuance and the Certificate stays at the revision it reached.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_secret_labelled_as_a_next_key_is_never_deleted() -> anyhow::Result<()> {
+    let env = Env::start(&["--enable-certificate-owner-ref"]).await?;
+    env.issuer("team-ca").await?;
+    let template = json!({ "secretTemplate": { "labels": { "cert-manager.io/next-private-key": "true" } } });
+    env.certificate("web", "web-tls", "team-ca", template).await?;
+    env.wait_revision("web", 1, WAIT).await?;
+    let first = env.secret("web-tls").await?;
+    let labels = first.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("cert-manager.io/next-private-key").map(String::as_str),
+        Some("true")
+    );
+    let owners = first.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(
+        owners
+            .iter()
+            .map(|o| (o.kind.as_str(), o.controller))
+            .collect::<Vec<_>>(),
+        [("Certificate", Some(true))]
+    );
+
+    env.trigger_manually("web").await?;
+    env.wait_revision("web", 2, WAIT).await?;
+    // The key Secret goes once the issuance is done: give that delete its time.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let second = env.secret("web-tls").await?;
+    assert_eq!(
+        second.metadata.uid, first.metadata.uid,
+        "the same Secret, never deleted"
+    );
+    issued_from_own_key(&env, "web", 2, &[]).await?;
+    let crt = env.certificates().get("web").await?;
+    assert_eq!(crt.status.and_then(|s| s.revision), Some(2));
+    env.assert_api_hygiene();
+    Ok(())
+}

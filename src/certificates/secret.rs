@@ -37,7 +37,7 @@ pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
 
 /// What one issuance stores: PEM bytes exactly as the CertificateRequest and key Secret hold
 /// them, and the names cert-manager records in annotations.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct SecretData<'a> {
     /// The private key PEM (`tls.key`), in the encoding the Certificate asks for.
     pub private_key: &'a [u8],
@@ -54,7 +54,7 @@ pub struct SecretData<'a> {
 }
 
 /// One encoded keystore and, when the CA is known, its truststore.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Store {
     pub keystore: Vec<u8>,
     pub truststore: Option<Vec<u8>>,
@@ -254,6 +254,30 @@ fn put_keystores(
         }
     }
     Ok(())
+}
+
+impl std::fmt::Debug for SecretData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretData")
+            .field("private_key", &crate::redact::Redacted)
+            .field("certificate", &String::from_utf8_lossy(self.certificate))
+            .field("ca", &String::from_utf8_lossy(self.ca))
+            .field("certificate_name", &self.certificate_name)
+            .field("issuer_name", &self.issuer_name)
+            .field("issuer_kind", &self.issuer_kind)
+            .field("issuer_group", &self.issuer_group)
+            .finish()
+    }
+}
+
+/// The keystore holds the private key (under a password that is often known): redacted.
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("keystore", &crate::redact::Redacted)
+            .field("truststore", &self.truststore)
+            .finish()
+    }
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@
 mod durations;
 
 mod mail;
-mod names;
+pub(crate) mod names;
 mod outputs;
 mod renewal;
 mod schema;

@@ -266,7 +266,7 @@ pub struct Keystores {
     pub unknown: Unknown,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JksKeystore {
     pub create: bool,
@@ -282,7 +282,7 @@ pub struct JksKeystore {
     pub unknown: Unknown,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pkcs12Keystore {
     pub create: bool,
@@ -455,5 +455,31 @@ impl Certificate {
     /// Whether the condition of `type_` is present with status `True`.
     pub fn has_true(&self, type_: &str) -> bool {
         self.condition(type_).is_some_and(Condition::is_true)
+    }
+}
+
+/// Without the literal password, which `Debug` output must never carry.
+impl std::fmt::Debug for JksKeystore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JksKeystore")
+            .field("create", &self.create)
+            .field("alias", &self.alias)
+            .field("password", &crate::redact::option(&self.password))
+            .field("password_secret_ref", &self.password_secret_ref)
+            .field("unknown", &self.unknown)
+            .finish()
+    }
+}
+
+/// Without the literal password, which `Debug` output must never carry.
+impl std::fmt::Debug for Pkcs12Keystore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pkcs12Keystore")
+            .field("create", &self.create)
+            .field("profile", &self.profile)
+            .field("password", &crate::redact::option(&self.password))
+            .field("password_secret_ref", &self.password_secret_ref)
+            .field("unknown", &self.unknown)
+            .finish()
     }
 }

@@ -26,13 +26,26 @@ use crate::pki::keys::Key;
 
 /// What the checks look at: the Certificate, its Secret (if it exists), the CertificateRequest
 /// of the current revision and the one being issued (if any), and the time now.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Input {
     pub certificate: Certificate,
     pub secret: Option<Secret>,
     pub current_request: Option<CertificateRequest>,
     pub next_request: Option<CertificateRequest>,
     pub now: Timestamp,
+}
+
+/// The Secret by name and data keys only: its data holds the private key.
+impl std::fmt::Debug for Input {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("certificate", &self.certificate)
+            .field("secret", &crate::redact::secret(self.secret.as_ref()))
+            .field("current_request", &self.current_request)
+            .field("next_request", &self.next_request)
+            .field("now", &self.now)
+            .finish()
+    }
 }
 
 impl Input {

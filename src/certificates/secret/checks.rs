@@ -22,7 +22,7 @@ use crate::certificates::keys::{annotation, data, label};
 use crate::certificates::policy::{Chain, Check, Violation, reason};
 
 /// What the post-issuance checks look at.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Input<'a> {
     pub certificate: &'a Certificate,
     /// The Secret as read, with `metadata.managedFields`.
@@ -31,6 +31,18 @@ pub struct Input<'a> {
     pub field_manager: &'a str,
     /// `--enable-certificate-owner-ref`.
     pub owner_ref_enabled: bool,
+}
+
+/// The Secret by name and data keys only: its data holds the private key.
+impl std::fmt::Debug for Input<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Input")
+            .field("certificate", &self.certificate)
+            .field("secret", &crate::redact::ShownSecret(self.secret))
+            .field("field_manager", &self.field_manager)
+            .field("owner_ref_enabled", &self.owner_ref_enabled)
+            .finish()
+    }
 }
 
 impl<'a> Input<'a> {

@@ -123,7 +123,7 @@ pub enum EncodeError {
 
 /// The passwords of the keystores the Certificate asks to create, resolved by the caller with
 /// [`keystore_password`]; a store asked for without its password is refused.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Passwords {
     pub pkcs12: Option<String>,
     pub jks: Option<String>,
@@ -197,6 +197,22 @@ pub fn encode_keystores(
         });
     }
     Ok(out)
+}
+
+impl std::fmt::Debug for Passwords {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Passwords")
+            .field("pkcs12", &crate::redact::option(&self.pkcs12))
+            .field("jks", &crate::redact::option(&self.jks))
+            .finish()
+    }
+}
+
+impl Drop for Passwords {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.pkcs12);
+        zeroize::Zeroize::zeroize(&mut self.jks);
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ const NAME: &str = "keymanager";
 pub struct KeyNeeded(pub KeySpec);
 
 /// What the key manager decides from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Facts<'a> {
     pub certificate: &'a Certificate,
     /// The Certificate's next-private-key Secrets.
@@ -49,12 +49,33 @@ pub struct Facts<'a> {
     pub generated: Option<&'a [u8]>,
 }
 
-/// The deterministic name of a Certificate's next-key Secret.
+/// The Secrets by name and data keys only, and no generated key: they hold private keys.
+impl std::fmt::Debug for Facts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let owned: Vec<_> = self.owned.iter().map(|s| crate::redact::ShownSecret(s)).collect();
+        f.debug_struct("Facts")
+            .field("certificate", &self.certificate)
+            .field("owned", &owned)
+            .field("target", &crate::redact::secret(self.target))
+            .field("generated", &crate::redact::option(&self.generated))
+            .finish()
+    }
+}
+
+/// The deterministic name of a Certificate's next-key Secret. Never the target Secret's name,
+/// which anyone who reads the Certificate's UID could give it: that Secret is never taken for a
+/// key Secret, so the key Secret could then never be made.
 pub fn next_key_name(crt: &Certificate) -> String {
     let name = crt.name_any();
     let digest = hex::encode(Sha256::digest(crt.uid().unwrap_or_default().as_bytes()));
     let prefix: String = name.chars().take(253 - 9).collect();
-    format!("{}-{}", prefix.trim_end_matches(['-', '.']), &digest[..8])
+    let prefix = prefix.trim_end_matches(['-', '.']);
+    let first = format!("{prefix}-{}", &digest[..8]);
+    if first == crt.spec.secret_name {
+        format!("{prefix}-{}", &digest[8..16])
+    } else {
+        first
+    }
 }
 
 /// The key manager's plan. The name goes into status before its Secret is made (the Secret's
@@ -88,7 +109,7 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<KeyNeeded> {
 }
 
 fn deletes(secrets: &[&Secret]) -> Vec<Write> {
-    secrets.iter().map(|s| Write::delete(*s)).collect()
+    secrets.iter().filter_map(|s| Write::delete(*s)).collect()
 }
 
 /// One key Secret exists: adopt it, keep it, or delete it (one made for an earlier issuance).

@@ -68,12 +68,19 @@ pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Opti
 /// Whether `secret` is one of `crt`'s next-private-key Secrets: labelled so and controlled by
 /// it. cert-manager v1.21.3 (#9224) trusts `status.nextPrivateKeySecretName` only then:
 /// otherwise whoever may write a Certificate's status could have another's key signed.
+///
+/// The target Secret (`spec.secretName`) never is one, whatever its labels: a
+/// `cert-manager.io/next-private-key` label in `spec.secretTemplate` (cert-manager's webhook
+/// refuses only `cert-manager.io/` annotations there, not labels) lands on the target Secret,
+/// which with owner references on is controlled by the Certificate too, and the key manager
+/// deletes the key Secrets it does not keep.
 pub fn is_next_key_of(secret: &Secret, crt: &Certificate) -> bool {
     let labelled = secret
         .labels()
         .get(label::NEXT_PRIVATE_KEY)
         .is_some_and(|v| v == "true");
-    labelled && controlled_by(&secret.metadata, crt)
+    let target = secret.metadata.name.as_deref() == Some(crt.spec.secret_name.as_str());
+    labelled && !target && controlled_by(&secret.metadata, crt)
 }
 
 /// `crt`'s next-private-key Secrets, from the cache.

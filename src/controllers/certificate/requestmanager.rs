@@ -60,10 +60,10 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     let mut kept = 0;
     for cr in &facts.requests {
         match revision_of(cr) {
-            None => writes.push(Write::delete(*cr)),
+            None => writes.extend(Write::delete(*cr)),
             Some(revision) if revision != next => {}
             Some(_) if keep(crt, cr, key) => kept += 1,
-            Some(_) => writes.push(Write::delete(*cr)),
+            Some(_) => writes.extend(Write::delete(*cr)),
         }
     }
     if kept > 0 {

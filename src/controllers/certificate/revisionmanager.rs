@@ -31,7 +31,7 @@ pub fn decide(crt: &Certificate, requests: &[&CertificateRequest]) -> FullPlan<(
     let doomed = revisions
         .into_iter()
         .take(extra)
-        .map(|(_, _, cr)| Write::delete(cr));
+        .filter_map(|(_, _, cr)| Write::delete(cr));
     Plan::idle(Next::AwaitChange).preceded_by(doomed.collect())
 }
 

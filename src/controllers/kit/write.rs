@@ -51,7 +51,7 @@ impl Object {
 }
 
 /// One object write.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum Write {
     /// Server-side apply of `body`, the whole object as the controller wants it, with force:
     /// the fields it sends are its own to decide.
@@ -60,21 +60,52 @@ pub enum Write {
         body: Value,
     },
     Create(Create),
-    /// A background delete; one already gone is fine. With `uid` the delete holds only for
-    /// that very object: one made again under the name since is not this write's to delete.
+    /// A background delete of the object with this `uid`, which the API server checks: one
+    /// made again under the name since, or put there by someone else, is not this write's to
+    /// delete. One already gone is fine.
     Delete {
         object: Object,
-        uid: Option<String>,
+        uid: String,
     },
 }
 
 /// A create, and what a name already taken means.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct Create {
     pub object: Object,
     pub body: Value,
     pub if_taken: IfTaken,
     pub announce: Announce,
+}
+
+/// A Secret's body without its data's values: a key Secret's and the target's hold the key.
+impl std::fmt::Debug for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Write::Apply { object, body } => f
+                .debug_struct("Apply")
+                .field("object", object)
+                .field("body", &crate::redact::body(&object.kind, body))
+                .finish(),
+            Write::Create(create) => f.debug_tuple("Create").field(create).finish(),
+            Write::Delete { object, uid } => f
+                .debug_struct("Delete")
+                .field("object", object)
+                .field("uid", uid)
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Create {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Create")
+            .field("object", &self.object)
+            .field("body", &crate::redact::body(&self.object.kind, &self.body))
+            .field("if_taken", &self.if_taken)
+            .field("announce", &self.announce)
+            .finish()
+    }
 }
 
 /// What a create whose name is taken does.
@@ -122,12 +153,14 @@ impl Write {
         })
     }
 
-    /// Deletes `object`, by its name and (when it has one) UID.
-    pub fn delete<K: Resource<DynamicType = ()>>(object: &K) -> Self {
-        Write::Delete {
+    /// Deletes `object`, by its name and UID; `None` for an object without a UID, which was
+    /// never read from the API server, so nothing there is known to be it.
+    pub fn delete<K: Resource<DynamicType = ()>>(object: &K) -> Option<Self> {
+        let uid = object.meta().uid.clone()?;
+        Some(Write::Delete {
             object: object_of(object),
-            uid: object.meta().uid.clone(),
-        }
+            uid,
+        })
     }
 
     /// The object written.
@@ -180,7 +213,7 @@ impl Writer<'_> {
         match write {
             Write::Apply { object, body } => self.apply(object, body).await,
             Write::Create(create) => self.create(create).await,
-            Write::Delete { object, uid } => self.delete(object, uid.as_deref()).await,
+            Write::Delete { object, uid } => self.delete(object, uid).await,
         }
     }
 
@@ -193,20 +226,17 @@ impl Writer<'_> {
         Ok(())
     }
 
-    async fn delete(&self, object: &Object, uid: Option<&str>) -> Result<(), Error> {
-        let mut params = DeleteParams::background();
-        if let Some(uid) = uid {
-            params = params.preconditions(Preconditions {
-                uid: Some(uid.to_string()),
-                resource_version: None,
-            });
-        }
+    async fn delete(&self, object: &Object, uid: &str) -> Result<(), Error> {
+        let params = DeleteParams::background().preconditions(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        });
         let request = object.request().delete(&object.name, &params);
         match async { self.client.request::<IgnoredAny>(built(request)?).await }.await {
             Ok(_) => Ok(()),
             Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
             // The UID precondition failed: the object meant is gone, another has its name.
-            Err(kube::Error::Api(status)) if status.code == 409 && uid.is_some() => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(()),
             Err(source) => Err(Error::api("deleting", object.describe())(source)),
         }
     }
@@ -290,4 +320,87 @@ fn renamed(body: &Value, name: &str) -> Value {
         meta.insert("generateName".into(), format!("{name}-").into());
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use k8s_openapi::api::core::v1::Secret;
+
+    use super::*;
+
+    type Handle =
+        tower_test::mock::Handle<http::Request<kube::client::Body>, http::Response<kube::client::Body>>;
+
+    fn secret(uid: Option<&str>) -> Secret {
+        let mut secret = Secret::default();
+        secret.metadata.name = Some("web-key".into());
+        secret.metadata.namespace = Some("apps".into());
+        secret.metadata.uid = uid.map(str::to_string);
+        secret
+    }
+
+    /// Answers one request with `status`; its method, path and body.
+    async fn answer(handle: &mut Handle, status: u16) -> (String, String, Value) {
+        let (request, send) = handle.next_request().await.expect("a request");
+        let (parts, body) = request.into_parts();
+        let bytes = body.collect_bytes().await.expect("a body");
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let answer = serde_json::json!({"kind": "Status", "apiVersion": "v1", "code": status});
+        let response = http::Response::builder()
+            .status(status)
+            .body(kube::client::Body::from(serde_json::to_vec(&answer).unwrap()))
+            .unwrap();
+        send.send_response(response);
+        (parts.method.to_string(), parts.uri.path().to_string(), body)
+    }
+
+    #[test]
+    fn a_delete_needs_the_uid_of_what_it_means() {
+        assert_eq!(Write::delete(&secret(None)), None);
+        assert_eq!(
+            Write::delete(&secret(Some("uid-1"))),
+            Some(Write::Delete {
+                object: Object::of::<Secret>(Some("apps"), "web-key"),
+                uid: "uid-1".into(),
+            })
+        );
+    }
+
+    /// The DELETE carries the UID as a precondition; the 409 of a failed precondition (the
+    /// name now holds another object) is no error, and neither is a 404.
+    #[tokio::test]
+    async fn a_delete_sends_the_uid_precondition() {
+        let (service, mut handle) = tower_test::mock::pair();
+        let client = kube::Client::new(service, "default");
+        let events = Events::aggregated(client.clone());
+        let regarding = ObjectReference::default();
+        let writer = Writer {
+            client: &client,
+            manager: FieldManager::KEY_MANAGER,
+            events: &events,
+            regarding: &regarding,
+        };
+        let write = Write::delete(&secret(Some("uid-1"))).expect("a UID");
+        for status in [200, 409, 404] {
+            let (result, seen) = tokio::time::timeout(Duration::from_secs(5), async {
+                tokio::join!(writer.write(&write), answer(&mut handle, status))
+            })
+            .await
+            .expect("in time");
+            assert!(result.is_ok(), "{status}: {result:?}");
+            let (method, path, body) = seen;
+            assert_eq!(
+                (method.as_str(), path.as_str()),
+                ("DELETE", "/api/v1/namespaces/apps/secrets/web-key"),
+                "{status}"
+            );
+            assert_eq!(
+                body,
+                serde_json::json!({"propagationPolicy": "Background", "preconditions": {"uid": "uid-1"}}),
+                "{status}"
+            );
+        }
+    }
 }

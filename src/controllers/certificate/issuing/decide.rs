@@ -34,7 +34,7 @@ use crate::pki::keystore::Unopened;
 pub const PASSWORD_RETRY: Duration = Duration::from_secs(30);
 
 /// What the Secret holds after a write (owned: it outlives the observed objects).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Contents {
     pub private_key: Vec<u8>,
     pub certificate: Vec<u8>,
@@ -57,6 +57,35 @@ impl Contents {
     }
 }
 
+impl std::fmt::Debug for Contents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.data(), f)
+    }
+}
+
+impl Drop for Contents {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.private_key);
+    }
+}
+
+/// The Secret by name and data keys only: its data holds the private key.
+impl std::fmt::Debug for Facts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Facts")
+            .field("certificate", &self.certificate)
+            .field("next_key", &self.next_key)
+            .field("requests", &self.requests)
+            .field("secret", &crate::redact::secret(self.secret))
+            .field("field_manager", &self.field_manager)
+            .field("owner_ref_enabled", &self.owner_ref_enabled)
+            .field("stale_keystore", &self.stale_keystore)
+            .field("passwords", &self.passwords)
+            .field("now", &self.now)
+            .finish()
+    }
+}
+
 /// What the Secret is to hold (written first), and the plan carried out after it is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
@@ -74,7 +103,7 @@ impl Decision {
 }
 
 /// What the issuing controller decides from.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Facts<'a> {
     pub certificate: &'a Certificate,
     /// The next private key (trusted per #9224), decoded.

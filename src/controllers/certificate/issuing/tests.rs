@@ -264,7 +264,7 @@ fn an_issuance_writes_the_key_in_the_asked_encoding_and_the_request_chain() {
         write.private_key,
         ec.to_pem(Encoding::Pkcs8).expect("pem").into_bytes()
     );
-    assert_eq!((write.certificate, write.ca), (chain, b"CA PEM".to_vec()));
+    assert_eq!((&write.certificate, &write.ca), (&chain, &b"CA PEM".to_vec()));
     assert_eq!(write.certificate_name, "web");
     assert_eq!(write.issuer, ["ca".to_string(), String::new(), String::new()]);
     let event = event(&plan).expect("an event");
@@ -316,8 +316,8 @@ fn not_issuing_the_key_is_re_encoded_without_a_new_certificate() {
         let Decision { write, plan } = contents(&facts);
         let rewritten = write.expect("keystores written again");
         assert_eq!(
-            (rewritten.private_key, rewritten.certificate),
-            (pkcs1.clone(), chain.clone()),
+            (&rewritten.private_key, &rewritten.certificate),
+            (&pkcs1, &chain),
             "{}",
             row.name
         );

@@ -22,6 +22,7 @@ fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
 fn key_secret_named(name: &str, pem: &[u8]) -> Secret {
     let mut secret = fixtures::secret(&[(data::TLS_KEY, pem)], &[]);
     secret.metadata.name = Some(name.to_string());
+    secret.metadata.uid = Some(format!("uid-{name}"));
     secret
 }
 
@@ -414,4 +415,70 @@ fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
             .map(String::as_str),
         Some("2")
     );
+}
+
+#[test]
+fn the_target_secret_is_never_a_key_secret() {
+    let crt = crt(true, Some("tls"), "");
+    let other = {
+        let mut c = crt.clone();
+        c.metadata.uid = Some("uid-2".into());
+        c
+    };
+    let unlabelled = |name: &str| {
+        let mut s = key_secret(&crt, name, b"PEM".to_vec());
+        s.metadata.labels = None;
+        s
+    };
+    // (row, Secret, whether it is `crt`'s key Secret)
+    let rows = [
+        (
+            "labelled, controlled, not the target",
+            key_secret(&crt, "web-1", b"PEM".to_vec()),
+            true,
+        ),
+        (
+            "the target, labelled through secretTemplate",
+            key_secret(&crt, "tls", b"PEM".to_vec()),
+            false,
+        ),
+        (
+            "controlled by another Certificate",
+            key_secret(&other, "web-1", b"PEM".to_vec()),
+            false,
+        ),
+        ("not labelled", unlabelled("web-1"), false),
+    ];
+    for (row, secret, want) in rows {
+        assert_eq!(observe::is_next_key_of(&secret, &crt), want, "{row}");
+    }
+    // Not issuing: the key manager deletes every key Secret it is given, never the target.
+    let idle = with_status(crt.clone(), |s| s.conditions.clear());
+    let read = |name: &str| {
+        let mut s = key_secret(&crt, name, b"PEM".to_vec());
+        s.metadata.uid = Some(format!("uid-{name}"));
+        s
+    };
+    let secrets = [read("tls"), read("web-1")];
+    let owned: Vec<&Secret> = secrets
+        .iter()
+        .filter(|s| observe::is_next_key_of(s, &idle))
+        .collect();
+    let plan = decide(&Facts {
+        certificate: &idle,
+        owned,
+        target: None,
+        generated: None,
+    });
+    assert_eq!(deleted(&plan), vec!["web-1"]);
+}
+
+#[test]
+fn the_key_secret_is_never_named_as_the_target() {
+    let mut crt = crt(true, None, "");
+    let usual = next_key_name(&crt);
+    crt.spec.secret_name.clone_from(&usual);
+    let other = next_key_name(&crt);
+    // sha256("uid-1") begins 4a49acf8 a6bd7277: the second eight hex digits name it instead.
+    assert_eq!((usual.as_str(), other.as_str()), ("web-4a49acf8", "web-a6bd7277"));
 }

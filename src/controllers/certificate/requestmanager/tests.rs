@@ -19,6 +19,7 @@ fn issuing(revision: Option<i64>) -> Certificate {
 fn request(name: &str, revision: Option<i64>, key: &Key) -> CertificateRequest {
     let mut cr = fixtures::request_for(&fixtures::spec(), key);
     cr.metadata.name = Some(name.to_string());
+    cr.metadata.uid = Some(format!("uid-{name}"));
     cr.metadata.annotations =
         revision.map(|r| BTreeMap::from([(annotation::CERTIFICATE_REVISION.to_string(), r.to_string())]));
     cr

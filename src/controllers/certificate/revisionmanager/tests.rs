@@ -6,6 +6,7 @@ use crate::controllers::certificate::testing::{deleted, with_condition};
 fn request(name: &str, revision: Option<&str>) -> CertificateRequest {
     let mut cr = fixtures::request_for(&fixtures::spec(), fixtures::ec());
     cr.metadata.name = Some(name.to_string());
+    cr.metadata.uid = Some(format!("uid-{name}"));
     if let Some(r) = revision {
         cr.metadata.annotations =
             Some([(annotation::CERTIFICATE_REVISION.to_string(), r.to_string())].into());

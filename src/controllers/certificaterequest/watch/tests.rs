@@ -29,6 +29,10 @@ fn request(name: &str, group: &str, certificate: &str) -> CertificateRequest {
         "metadata": {
             "name": name, "namespace": "apps", "uid": format!("uid-{name}"),
             "annotations": {"cert-manager.io/certificate-name": certificate},
+            "ownerReferences": [{
+                "apiVersion": "cert-manager.io/v1", "kind": "Certificate", "name": certificate,
+                "uid": format!("uid-{certificate}"), "controller": true,
+            }],
         },
         "spec": {
             "request": "Q1NS",
