@@ -95,6 +95,12 @@ pub struct RunArgs {
     /// status. ClusterIssuers are never restricted.
     #[arg(long, env = "NAMESPACED_ISSUER_ALLOWED_HOSTS")]
     pub namespaced_issuer_allowed_hosts: Option<AllowList>,
+    /// Serve only this namespace (repeatable): Issuers, CertificateRequests, Secrets (and
+    /// standalone, Certificates) are watched there only, so Roles suffice for them.
+    /// ClusterIssuers are still served, their Secrets read in the cluster resource namespace.
+    /// Unset: every namespace.
+    #[arg(long = "namespace", value_name = "NAMESPACE")]
+    pub namespaces: Vec<String>,
     #[command(flatten)]
     pub standalone: StandaloneArgs,
     #[command(flatten)]
@@ -223,6 +229,7 @@ impl RunArgs {
             namespaced_signers: !self.disable_kubernetes_csr_namespaced_signers,
         });
         config.namespaced_issuer_allowed_hosts = self.namespaced_issuer_allowed_hosts.clone().map(Arc::new);
+        config.scope = controllers::Scope::new(self.namespaces.iter().cloned());
         Ok(config)
     }
 }
