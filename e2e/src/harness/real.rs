@@ -22,7 +22,6 @@ const ADMIN_TOKEN: &str = "e2e-admin-token";
 const MANAGER_NAMESPACE: &str = "cfssl-issuer-system";
 const MANAGER_USER: &str = "system:serviceaccount:cfssl-issuer-system:cfssl-issuer-controller-manager";
 const MANAGER_TOKEN: &str = "e2e-manager-token";
-const RBAC_KINDS: [&str; 4] = ["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"];
 
 /// The directory with the real peers' binaries, when `make e2e-real` runs the suite.
 pub fn peers_dir() -> Option<PathBuf> {
@@ -90,6 +89,12 @@ impl RealServer {
     /// `config/default` with the `certificate-controllers` component, rendered by kubectl's
     /// kustomize and applied as the admin.
     pub async fn install_manager_rbac(&self) -> anyhow::Result<()> {
+        self.install_manager_rbac_with(&["certificate-controllers"]).await
+    }
+
+    /// Grants the manager's service account the RBAC of `config/default` with `components`
+    /// (more grants add to those already installed: RBAC only ever allows).
+    pub async fn install_manager_rbac_with(&self, components: &[&str]) -> anyhow::Result<()> {
         use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
         let client = self.client().await?;
         let ns: k8s_openapi::api::core::v1::Namespace =
@@ -101,7 +106,7 @@ impl RealServer {
             Err(err) => return Err(err.into()),
         }
         let params = PatchParams::apply("e2e").force();
-        for doc in rendered_rbac(self.dir.path())? {
+        for doc in super::rbac::render(self.dir.path(), components)? {
             let object: DynamicObject = serde_json::from_value(doc.clone())?;
             let types = object.types.as_ref().context("apiVersion and kind")?;
             let gvk = GroupVersionKind::try_from(types)?;
@@ -165,37 +170,6 @@ impl RealServer {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-}
-
-/// The RBAC objects of `config/default` with the `certificate-controllers` component.
-fn rendered_rbac(scratch: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
-    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../config")
-        .canonicalize()?;
-    let overlay = scratch.join("rbac-overlay");
-    std::fs::create_dir_all(&overlay)?;
-    let overlay = overlay.canonicalize()?;
-    // kustomize takes only relative paths: up to `/` from the overlay, then down to config/.
-    let up = "../".repeat(overlay.components().count().saturating_sub(1));
-    let relative = |p: PathBuf| format!("{up}{}", p.strip_prefix("/").unwrap_or(&p).display());
-    let kustomization = format!(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
-        relative(config.join("default")),
-        relative(config.join("components/certificate-controllers")),
-    );
-    std::fs::write(overlay.join("kustomization.yaml"), kustomization)?;
-    let out = std::process::Command::new(super::kubectl_bin())
-        .arg("kustomize")
-        .arg(&overlay)
-        .output()
-        .context("run kubectl kustomize")?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    anyhow::ensure!(out.status.success(), "kubectl kustomize: {stderr}");
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&String::from_utf8(out.stdout)?)?;
-    Ok(docs
-        .into_iter()
-        .filter(|d| d["kind"].as_str().is_some_and(|k| RBAC_KINDS.contains(&k)))
-        .collect())
 }
 
 fn spawn(peers: &Path, name: &str, args: &[String], dir: &Path) -> anyhow::Result<Child> {
