@@ -22,6 +22,7 @@ SUITES=(
   e2e_standalone_renewal
   e2e_standalone_lease
   e2e_standalone_restart
+  e2e_namespace_scope
 )
 
 peers=$(./scripts/real-peers.sh build)

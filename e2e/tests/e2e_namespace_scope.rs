@@ -16,7 +16,7 @@ use kube::api::{Api, PostParams};
 use cfssl_issuer::api::certmanager::Certificate;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::rbac::{self, Grants};
-use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, SYSTEM, real};
+use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, SYSTEM};
 
 /// The namespace the `namespace-scoped` component's Roles are in.
 const SERVED: &str = "team-a";

@@ -485,7 +485,9 @@ async fn the_audit_records_group_namespace_and_object_of_each_request() {
     let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, &ns);
     let _ = leases.get_opt("none").await.unwrap();
     let audit = h.server.audit();
-    let seen: Vec<(Verb, &str, &str, Option<&str>, Option<&str>)> = audit
+    /// verb, group, resource, namespace, object
+    type Seen<'a> = (Verb, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+    let seen: Vec<Seen> = audit
         .iter()
         .map(|e| {
             (

@@ -117,13 +117,17 @@ fn scope_from_flags() {
         ),
     ];
     for (flags, want) in table {
-        assert_eq!(Scope::new(flags.iter().map(|s| s.to_string())), want, "{flags:?}");
+        assert_eq!(
+            Scope::new(flags.iter().map(ToString::to_string)),
+            want,
+            "{flags:?}"
+        );
     }
-    let served = Scope::new(["a".to_string()]);
-    let serves = [served.serves("a"), served.serves("b"), Scope::Cluster.serves("b")];
-    assert_eq!(serves, [true, false, true]);
+    let only_a = Scope::new(["a".to_string()]);
+    let answers = [only_a.serves("a"), only_a.serves("b"), Scope::Cluster.serves("b")];
+    assert_eq!(answers, [true, false, true]);
     assert_eq!(
-        served.and("home"),
+        only_a.and("home"),
         Scope::Namespaces(vec!["a".into(), "home".into()])
     );
     assert_eq!(Scope::Cluster.and("home"), Scope::Cluster);
