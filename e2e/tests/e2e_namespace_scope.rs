@@ -16,22 +16,34 @@ use kube::api::{Api, PostParams};
 use cfssl_issuer::api::certmanager::Certificate;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::rbac::{self, Grants};
-use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, SYSTEM};
+use e2e::harness::{Ca, Cluster, Csr, Manager, ManagerOptions, SYSTEM, real};
 
 /// The namespace the `namespace-scoped` component's Roles are in.
 const SERVED: &str = "team-a";
+/// Served too in the two-namespace scenario, with a copy of `SERVED`'s Roles.
+const ALSO_SERVED: &str = "team-c";
 const UNSERVED: &str = "team-b";
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const WAIT: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_scoped_manager_issues_with_only_what_its_roles_grant() -> anyhow::Result<()> {
-    scoped(false).await
+    scoped(false, &[SERVED]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_scoped_standalone_manager_issues_with_only_what_its_roles_grant() -> anyhow::Result<()> {
-    scoped(true).await
+    scoped(true, &[SERVED]).await
+}
+
+/// Two served namespaces: one watch per namespace for each kind, merged into each store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_serving_two_namespaces_issues_in_both_and_only_there() -> anyhow::Result<()> {
+    if real::peers_dir().is_some() {
+        eprintln!("skipped on a real kube-apiserver: the installed component serves one namespace");
+        return Ok(());
+    }
+    scoped(true, &[SERVED, ALSO_SERVED]).await
 }
 
 /// The kustomize components of the namespace-scoped install.
@@ -47,14 +59,14 @@ fn components(standalone: bool) -> Vec<&'static str> {
     }
 }
 
-async fn scoped(standalone: bool) -> anyhow::Result<()> {
+async fn scoped(standalone: bool, served: &[&str]) -> anyhow::Result<()> {
     if std::env::var_os("E2E_KUBECONFIG").is_some() {
         eprintln!("skipped against a deployed cluster: this scenario runs its own manager");
         return Ok(());
     }
     let cluster = Cluster::start_with_rbac(&components(standalone)).await?;
     let ca = Ca::simple(false).await?;
-    for ns in [SYSTEM, SERVED, UNSERVED, "default"] {
+    for ns in [SYSTEM, UNSERVED, "default"].iter().chain(served) {
         cluster.ensure_namespace(ns).await?;
     }
     let dir = tempfile::tempdir()?;
@@ -66,22 +78,30 @@ async fn scoped(standalone: bool) -> anyhow::Result<()> {
         }
         None => cluster.manager_kubeconfig().to_path_buf(),
     };
-    issuers(&cluster, &ca).await?;
-    let mut options = ManagerOptions::new(&kubeconfig, SYSTEM)
-        .arg(format!("--namespace={SERVED}"))
+    issuers(&cluster, &ca, served).await?;
+    let mut options = ManagerOptions::new(&kubeconfig, SYSTEM);
+    for ns in served {
+        options = options.arg(format!("--namespace={ns}"));
+    }
+    let options = options
         .arg("--enable-leader-election")
         .arg(format!("--leader-election-namespace={SYSTEM}"));
-    if standalone {
-        options = options.arg("--certificate-controllers");
-    }
+    let options = match standalone {
+        true => options.arg("--certificate-controllers"),
+        false => options,
+    };
     let manager = Manager::start(options).await?;
-    let issued = issue(&cluster, standalone).await;
+    let issued = issue(&cluster, standalone, served).await;
     issued.with_context(|| manager.log())?;
     // What the manager does with the unserved namespace happens, if at all, by now.
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_unserved_untouched(&cluster, standalone).await?;
     let docs = rbac::render(dir.path(), &components(standalone))?;
-    let grants = Grants::of(&docs, rbac::MANAGER_NAMESPACE, rbac::MANAGER_SA);
+    let mut grants = Grants::of(&docs, rbac::MANAGER_NAMESPACE, rbac::MANAGER_SA);
+    for ns in &served[1..] {
+        // As the component says: one copy of the served namespace's Role and binding each.
+        grants.copy_namespace(SERVED, ns);
+    }
     assert!(!grants.cluster_wide("", "secrets"), "no Secrets cluster-wide");
     match cluster.server() {
         Some(server) => assert_all_granted(server, &grants, &manager.log()),
@@ -98,9 +118,9 @@ async fn scoped(standalone: bool) -> anyhow::Result<()> {
 
 /// An Issuer `ca` (with its key Secret) in the served and the unserved namespace, and the
 /// ClusterIssuer `scoped-ca` with its Secret in the cluster resource namespace.
-async fn issuers(cluster: &Cluster, ca: &Ca) -> anyhow::Result<()> {
+async fn issuers(cluster: &Cluster, ca: &Ca, served: &[&str]) -> anyhow::Result<()> {
     let client = &cluster.client;
-    for ns in [SERVED, UNSERVED] {
+    for ns in served.iter().chain([&UNSERVED]) {
         cluster.put_key_secret(ns, "ca", &ca.key_hex).await?;
         let spec = objects::issuer_spec(ca, "ca", "server");
         objects::create_issuer(client, Kind::Issuer, ns, "ca", spec).await?;
@@ -113,32 +133,34 @@ async fn issuers(cluster: &Cluster, ca: &Ca) -> anyhow::Result<()> {
 
 /// Requests (approved) in both namespaces, a Certificate in each in standalone mode; waits
 /// for what the served namespace's are to become.
-async fn issue(cluster: &Cluster, standalone: bool) -> anyhow::Result<()> {
+async fn issue(cluster: &Cluster, standalone: bool, served: &[&str]) -> anyhow::Result<()> {
     let client = &cluster.client;
-    let rows = [
-        (SERVED, "by-issuer", "Issuer", "ca"),
-        (SERVED, "by-cluster-issuer", "ClusterIssuer", "scoped-ca"),
-        (UNSERVED, "unserved", "Issuer", "ca"),
-    ];
+    let mut rows = vec![(UNSERVED, "unserved", "Issuer", "ca")];
+    for ns in served {
+        rows.push((ns, "by-issuer", "Issuer", "ca"));
+        rows.push((ns, "by-cluster-issuer", "ClusterIssuer", "scoped-ca"));
+    }
     for (ns, name, kind, issuer) in rows {
         let csr = Csr::new(&format!("{name}.example.com"))?;
         objects::create_request(client, ns, name, GROUP, kind, issuer, &csr.pem).await?;
         objects::approve(client, ns, name).await?;
     }
     if standalone {
-        for ns in [SERVED, UNSERVED] {
+        for ns in served.iter().chain([&UNSERVED]) {
             certificate(client, ns).await?;
         }
     }
-    for name in ["by-issuer", "by-cluster-issuer"] {
-        objects::wait_request_reason(client, SERVED, name, "Issued", WAIT).await?;
-    }
-    if standalone {
-        let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), SERVED);
-        e2e::harness::eventually(WAIT, "the served Certificate's Secret", || async {
-            secrets.get_opt("web-tls").await.ok().flatten()
-        })
-        .await?;
+    for ns in served {
+        for name in ["by-issuer", "by-cluster-issuer"] {
+            objects::wait_request_reason(client, ns, name, "Issued", WAIT).await?;
+        }
+        if standalone {
+            let secrets = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), ns);
+            e2e::harness::eventually(WAIT, &format!("the Certificate's Secret in {ns}"), || async {
+                secrets.get_opt("web-tls").await.ok().flatten()
+            })
+            .await?;
+        }
     }
     Ok(())
 }

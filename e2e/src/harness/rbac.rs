@@ -115,7 +115,18 @@ impl Grants {
         })
     }
 
-    /// Whether any rule grants anything on `resource` (of the core group) cluster-wide.
+    /// Grants in `to` whatever is granted in `from`: a copy of `from`'s Roles and bindings.
+    pub fn copy_namespace(&mut self, from: &str, to: &str) {
+        let copies: Vec<Grant> = self
+            .0
+            .iter()
+            .filter(|(ns, ..)| ns == from)
+            .map(|(_, g, r, v, o)| (to.to_string(), g.clone(), r.clone(), v.clone(), o.clone()))
+            .collect();
+        self.0.extend(copies);
+    }
+
+    /// Whether any rule grants anything on `resource` of `group` cluster-wide.
     pub fn cluster_wide(&self, group: &str, resource: &str) -> bool {
         self.0
             .iter()

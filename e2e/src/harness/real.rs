@@ -97,16 +97,25 @@ impl RealServer {
     pub async fn install_manager_rbac_with(&self, components: &[&str]) -> anyhow::Result<()> {
         use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
         let client = self.client().await?;
-        let ns: k8s_openapi::api::core::v1::Namespace =
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": MANAGER_NAMESPACE } }))?;
+        let docs = super::rbac::render(self.dir.path(), components)?;
+        // The manager's, and those the Roles live in (a namespace-scoped install's served ones).
+        let mut wanted: std::collections::BTreeSet<&str> = docs
+            .iter()
+            .filter_map(|d| d["metadata"]["namespace"].as_str())
+            .collect();
+        wanted.insert(MANAGER_NAMESPACE);
         let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
-        match namespaces.create(&Default::default(), &ns).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(err) => return Err(err.into()),
+        for name in wanted {
+            let ns: k8s_openapi::api::core::v1::Namespace =
+                serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))?;
+            match namespaces.create(&Default::default(), &ns).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(err) => return Err(err.into()),
+            }
         }
         let params = PatchParams::apply("e2e").force();
-        for doc in super::rbac::render(self.dir.path(), components)? {
+        for doc in docs {
             let object: DynamicObject = serde_json::from_value(doc.clone())?;
             let types = object.types.as_ref().context("apiVersion and kind")?;
             let gvk = GroupVersionKind::try_from(types)?;
