@@ -45,17 +45,24 @@ impl Scope {
 
     /// Whether objects in `namespace` are served.
     pub fn serves(&self, namespace: &str) -> bool {
+        self.served()
+            .is_none_or(|served| served.iter().any(|ns| ns == namespace))
+    }
+
+    /// The served namespaces; None for the whole cluster (an empty list too: [`Scope::new`]
+    /// never makes one).
+    fn served(&self) -> Option<&[String]> {
         match self {
-            Scope::Cluster => true,
-            Scope::Namespaces(served) => served.iter().any(|ns| ns == namespace),
+            Scope::Namespaces(served) if !served.is_empty() => Some(served),
+            _ => None,
         }
     }
 
     /// This scope and `namespace` (the cluster resource namespace, for Secrets).
     pub fn and(&self, namespace: &str) -> Scope {
-        match self {
-            Scope::Cluster => Scope::Cluster,
-            Scope::Namespaces(served) => Scope::new(served.iter().cloned().chain([namespace.to_string()])),
+        match self.served() {
+            None => Scope::Cluster,
+            Some(served) => Scope::new(served.iter().cloned().chain([namespace.to_string()])),
         }
     }
 
@@ -65,9 +72,9 @@ impl Scope {
         K: kube::Resource<Scope = NamespaceResourceScope>,
         K::DynamicType: Default,
     {
-        match self {
-            Scope::Cluster => Scoped(vec![(String::new(), Api::all(client.clone()))]),
-            Scope::Namespaces(served) => Scoped(
+        match self.served() {
+            None => Scoped(vec![(String::new(), Api::all(client.clone()))]),
+            Some(served) => Scoped(
                 served
                     .iter()
                     .map(|ns| (ns.clone(), Api::namespaced(client.clone(), ns)))
@@ -83,9 +90,9 @@ impl Scope {
         K: kube::Resource<Scope = NamespaceResourceScope>,
         K::DynamicType: Default,
     {
-        match self {
-            Scope::Cluster => Api::all(client.clone()),
-            Scope::Namespaces(served) => Api::namespaced(client.clone(), &served[0]),
+        match self.served().and_then(<[String]>::first) {
+            None => Api::all(client.clone()),
+            Some(first) => Api::namespaced(client.clone(), first),
         }
     }
 }

@@ -131,4 +131,8 @@ fn scope_from_flags() {
         Scope::Namespaces(vec!["a".into(), "home".into()])
     );
     assert_eq!(Scope::Cluster.and("home"), Scope::Cluster);
+    assert!(
+        Scope::Namespaces(Vec::new()).serves("b"),
+        "an empty list is the cluster"
+    );
 }
