@@ -493,4 +493,37 @@ mod go_flag_tests {
             "{err}"
         );
     }
+
+    /// `--namespace` repeats; none means the whole cluster.
+    #[test]
+    fn namespace_flag_repeats() {
+        let scope = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("cfssl-issuer").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let config = cli.run.config().expect("config");
+            config.scope
+        };
+        let table: [(&[&str], controllers::Scope); 3] = [
+            (
+                &["--cluster-resource-namespace=home"],
+                controllers::Scope::Cluster,
+            ),
+            (
+                &[
+                    "--cluster-resource-namespace=home",
+                    "--namespace=b",
+                    "--namespace",
+                    "a",
+                ],
+                controllers::Scope::Namespaces(vec!["a".into(), "b".into()]),
+            ),
+            (
+                &["--cluster-resource-namespace=home", "--namespace=a"],
+                controllers::Scope::Namespaces(vec!["a".into()]),
+            ),
+        ];
+        for (args, want) in table {
+            assert_eq!(scope(args), want, "{args:?}");
+        }
+    }
 }
