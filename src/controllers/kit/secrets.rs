@@ -9,9 +9,9 @@ use futures::{FutureExt, StreamExt, future};
 use k8s_openapi::api::core::v1::Secret;
 use kube::core::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::mpsc;
 
 use super::scope::{Present, Scope};
-use tokio::sync::mpsc;
 
 /// Secret metadata, without annotations (a `kubectl apply`'d Secret carries its data there).
 pub type SecretMeta = PartialObjectMeta<Secret>;

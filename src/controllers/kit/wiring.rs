@@ -2,7 +2,8 @@
 //!
 //! Issuers, ClusterIssuers and CertificateRequests are each reflected into one store whose
 //! changes any controller can [`Watched::subscribe`] to. Secrets are watched once, metadata
-//! only (see [`super::secrets`]).
+//! only (see [`super::secrets`]). Each watch of a namespaced kind covers the served namespaces
+//! ([`super::scope`]).
 
 use std::collections::HashSet;
 
@@ -13,7 +14,6 @@ use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::scope::{self, Present, Scoped};
-
 use super::secrets::SecretFeed;
 use super::size::watch_config;
 
