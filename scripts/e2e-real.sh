@@ -23,6 +23,7 @@ SUITES=(
   e2e_standalone_lease
   e2e_standalone_restart
   e2e_unasked
+  e2e_namespace_scope
 )
 
 peers=$(./scripts/real-peers.sh build)

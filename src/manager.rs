@@ -95,6 +95,12 @@ pub struct RunArgs {
     /// status. ClusterIssuers are never restricted.
     #[arg(long, env = "NAMESPACED_ISSUER_ALLOWED_HOSTS")]
     pub namespaced_issuer_allowed_hosts: Option<AllowList>,
+    /// Serve only this namespace (repeatable): Issuers, CertificateRequests, Secrets (and
+    /// standalone, Certificates) are watched there only, so Roles suffice for them.
+    /// ClusterIssuers are still served, their Secrets read in the cluster resource namespace.
+    /// Unset: every namespace.
+    #[arg(long = "namespace", value_name = "NAMESPACE")]
+    pub namespaces: Vec<String>,
     #[command(flatten)]
     pub standalone: StandaloneArgs,
     #[command(flatten)]
@@ -223,6 +229,7 @@ impl RunArgs {
             namespaced_signers: !self.disable_kubernetes_csr_namespaced_signers,
         });
         config.namespaced_issuer_allowed_hosts = self.namespaced_issuer_allowed_hosts.clone().map(Arc::new);
+        config.scope = controllers::Scope::new(self.namespaces.iter().cloned());
         Ok(config)
     }
 }
@@ -485,5 +492,38 @@ mod go_flag_tests {
             err.contains(r#""ca:8443" is not a host name, *.suffix, IP address or CIDR"#),
             "{err}"
         );
+    }
+
+    /// `--namespace` repeats; none means the whole cluster.
+    #[test]
+    fn namespace_flag_repeats() {
+        let scope = |args: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("cfssl-issuer").chain(args.iter().copied()))
+                .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            let config = cli.run.config().expect("config");
+            config.scope
+        };
+        let table: [(&[&str], controllers::Scope); 3] = [
+            (
+                &["--cluster-resource-namespace=home"],
+                controllers::Scope::Cluster,
+            ),
+            (
+                &[
+                    "--cluster-resource-namespace=home",
+                    "--namespace=b",
+                    "--namespace",
+                    "a",
+                ],
+                controllers::Scope::Namespaces(vec!["a".into(), "b".into()]),
+            ),
+            (
+                &["--cluster-resource-namespace=home", "--namespace=a"],
+                controllers::Scope::Namespaces(vec!["a".into()]),
+            ),
+        ];
+        for (args, want) in table {
+            assert_eq!(scope(args), want, "{args:?}");
+        }
     }
 }

@@ -24,6 +24,9 @@ use serde_json::Value;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer as _;
 
+#[path = "deploy_manifests/scope.rs"]
+mod scope;
+
 const NAMESPACE: &str = "cfssl-issuer-system";
 const CHART: &str = "charts/cfssl-issuer";
 const CHART_CRDS: &str = "charts/cfssl-issuer/files/crds";

@@ -275,7 +275,14 @@ pub struct RateTally {
 pub struct AuditEntry {
     pub user: String,
     pub verb: Verb,
+    /// The API group ("" for the core group).
+    pub group: String,
     pub resource: String,
+    /// The request's namespace; None for a cluster-scoped object or an all-namespaces list.
+    pub namespace: Option<String>,
+    /// The object named: by the path, or for a list or watch by a `metadata.name=` field
+    /// selector (which RBAC matches against `resourceNames`, as kube-apiserver does).
+    pub name: Option<String>,
     /// When the request was received.
     pub at: std::time::Instant,
 }

@@ -272,6 +272,12 @@ fn verb_of(method: &Method, target: &Target, query: &Query) -> ApiResult<Verb> {
     Ok(verb)
 }
 
+/// The one object a field selector `metadata.name=<name>` (alone) names.
+fn named_by_selector(selector: Option<&str>) -> Option<String> {
+    let name = selector?.strip_prefix("metadata.name=")?;
+    (!name.is_empty() && !name.contains(',')).then(|| name.to_string())
+}
+
 async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
     let path = request.uri().path().to_string();
     // Health checks are public on real clusters too.
@@ -300,10 +306,17 @@ async fn serve(shared: &Arc<Shared>, request: Request) -> ApiResult<Response> {
         )?;
     }
     if let Some(user) = user.clone() {
+        let name = target
+            .name
+            .clone()
+            .or_else(|| named_by_selector(query.get("fieldSelector")));
         shared.faults.lock().expect("faults lock").audit.push(AuditEntry {
             user,
             verb,
+            group: target.rt.group.clone(),
             resource: target.resource_label(),
+            namespace: target.namespace.clone(),
+            name,
             at: std::time::Instant::now(),
         });
     }

@@ -462,3 +462,51 @@ async fn added_users_have_their_own_token_and_their_requests_are_audited() {
         .unwrap_err();
     assert_eq!(code(&refused), 401);
 }
+
+/// The audit says where each request went: group, namespace, and the object, named by the
+/// path or, for a list or watch, by a `metadata.name` field selector (RBAC's resourceNames
+/// match it so); an all-namespaces list has no namespace.
+#[tokio::test]
+async fn the_audit_records_group_namespace_and_object_of_each_request() {
+    let h = start().await;
+    let config = added_user(&h, "bob").await;
+    let client = kube::Client::try_from(config).unwrap();
+    let ns = client.default_namespace().to_string();
+    let bob: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    bob.create(&PostParams::default(), &config_map("by-bob", &[]))
+        .await
+        .unwrap();
+    let by_name = kube::api::ListParams::default().fields("metadata.name=by-bob");
+    bob.list(&by_name).await.unwrap();
+    Api::<ConfigMap>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap();
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(client, &ns);
+    let _ = leases.get_opt("none").await.unwrap();
+    let audit = h.server.audit();
+    /// verb, group, resource, namespace, object
+    type Seen<'a> = (Verb, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+    let seen: Vec<Seen> = audit
+        .iter()
+        .map(|e| {
+            (
+                e.verb,
+                e.group.as_str(),
+                e.resource.as_str(),
+                e.namespace.as_deref(),
+                e.name.as_deref(),
+            )
+        })
+        .collect();
+    let ns = Some(ns.as_str());
+    assert_eq!(
+        seen,
+        [
+            (Verb::Create, "", "configmaps", ns, None),
+            (Verb::List, "", "configmaps", ns, Some("by-bob")),
+            (Verb::List, "", "configmaps", None, None),
+            (Verb::Get, "coordination.k8s.io", "leases", ns, Some("none")),
+        ]
+    );
+}

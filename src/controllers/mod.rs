@@ -17,6 +17,7 @@ pub mod kit;
 mod run;
 pub mod signing;
 
+pub use self::kit::scope::Scope;
 pub use self::kit::{Config, CsrSettings, Error, Shared};
 pub use self::run::{Contexts, RunError, run};
 pub use self::signing::Recheck;

@@ -44,6 +44,16 @@ impl Cluster {
     /// A cluster whose Issuer and ClusterIssuer CRDs are `issuer_crds` (in-process only: a
     /// real cluster keeps the CRDs it has).
     pub async fn start_with(issuer_crds: IssuerCrds) -> anyhow::Result<Cluster> {
+        Self::start_installing(issuer_crds, &["certificate-controllers"]).await
+    }
+
+    /// A cluster whose manager, on a real kube-apiserver, has only the RBAC of `config/default`
+    /// with the kustomize `components` (elsewhere as [`Cluster::start`]).
+    pub async fn start_with_rbac(components: &[&str]) -> anyhow::Result<Cluster> {
+        Self::start_installing(IssuerCrds::Ours, components).await
+    }
+
+    async fn start_installing(issuer_crds: IssuerCrds, rbac: &[&str]) -> anyhow::Result<Cluster> {
         let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
         if let Some(path) = std::env::var_os("E2E_KUBECONFIG") {
             let kubeconfig = PathBuf::from(path);
@@ -61,7 +71,7 @@ impl Cluster {
             let real = RealServer::start(&peers).await?;
             let client = real.client().await?;
             install_crds(&client, issuer_crds).await?;
-            real.install_manager_rbac().await?;
+            real.install_manager_rbac_with(rbac).await?;
             return Ok(Cluster {
                 client,
                 kubeconfig: real.kubeconfig.clone(),

@@ -26,6 +26,7 @@ mod manager;
 pub mod objects;
 mod own_managers;
 mod pki;
+pub mod rbac;
 pub mod real;
 pub mod redirector;
 pub mod scrape;

@@ -22,16 +22,6 @@ const ADMIN_TOKEN: &str = "e2e-admin-token";
 const MANAGER_NAMESPACE: &str = "cfssl-issuer-system";
 const MANAGER_USER: &str = "system:serviceaccount:cfssl-issuer-system:cfssl-issuer-controller-manager";
 const MANAGER_TOKEN: &str = "e2e-manager-token";
-/// What the install brings that decides who may do what: its RBAC, and standalone mode's
-/// admission policy on approvals.
-const RBAC_KINDS: [&str; 6] = [
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "Role",
-    "RoleBinding",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-];
 
 /// The directory with the real peers' binaries, when `make e2e-real` runs the suite.
 pub fn peers_dir() -> Option<PathBuf> {
@@ -109,18 +99,33 @@ impl RealServer {
     /// `config/default` with the `certificate-controllers` component, rendered by kubectl's
     /// kustomize and applied as the admin.
     pub async fn install_manager_rbac(&self) -> anyhow::Result<()> {
+        self.install_manager_rbac_with(&["certificate-controllers"]).await
+    }
+
+    /// Grants the manager's service account the RBAC of `config/default` with `components`
+    /// (more grants add to those already installed: RBAC only ever allows).
+    pub async fn install_manager_rbac_with(&self, components: &[&str]) -> anyhow::Result<()> {
         use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
         let client = self.client().await?;
-        let ns: k8s_openapi::api::core::v1::Namespace =
-            serde_json::from_value(serde_json::json!({ "metadata": { "name": MANAGER_NAMESPACE } }))?;
+        let docs = super::rbac::render(self.dir.path(), components)?;
+        // The manager's, and those the Roles live in (a namespace-scoped install's served ones).
+        let mut wanted: std::collections::BTreeSet<&str> = docs
+            .iter()
+            .filter_map(|d| d["metadata"]["namespace"].as_str())
+            .collect();
+        wanted.insert(MANAGER_NAMESPACE);
         let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone());
-        match namespaces.create(&Default::default(), &ns).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(err) => return Err(err.into()),
+        for name in wanted {
+            let ns: k8s_openapi::api::core::v1::Namespace =
+                serde_json::from_value(serde_json::json!({ "metadata": { "name": name } }))?;
+            match namespaces.create(&Default::default(), &ns).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(err) => return Err(err.into()),
+            }
         }
         let params = PatchParams::apply("e2e").force();
-        for doc in rendered_rbac(self.dir.path())? {
+        for doc in docs {
             let object: DynamicObject = serde_json::from_value(doc.clone())?;
             let types = object.types.as_ref().context("apiVersion and kind")?;
             let gvk = GroupVersionKind::try_from(types)?;
@@ -184,38 +189,6 @@ impl RealServer {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-}
-
-/// The RBAC objects (and admission policies) of `config/default` with the `certificate-controllers`
-/// component.
-fn rendered_rbac(scratch: &Path) -> anyhow::Result<Vec<serde_json::Value>> {
-    let config = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../config")
-        .canonicalize()?;
-    let overlay = scratch.join("rbac-overlay");
-    std::fs::create_dir_all(&overlay)?;
-    let overlay = overlay.canonicalize()?;
-    // kustomize takes only relative paths: up to `/` from the overlay, then down to config/.
-    let up = "../".repeat(overlay.components().count().saturating_sub(1));
-    let relative = |p: PathBuf| format!("{up}{}", p.strip_prefix("/").unwrap_or(&p).display());
-    let kustomization = format!(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{}]\ncomponents: [{}]\n",
-        relative(config.join("default")),
-        relative(config.join("components/certificate-controllers")),
-    );
-    std::fs::write(overlay.join("kustomization.yaml"), kustomization)?;
-    let out = std::process::Command::new(super::kubectl_bin())
-        .arg("kustomize")
-        .arg(&overlay)
-        .output()
-        .context("run kubectl kustomize")?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    anyhow::ensure!(out.status.success(), "kubectl kustomize: {stderr}");
-    let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(&String::from_utf8(out.stdout)?)?;
-    Ok(docs
-        .into_iter()
-        .filter(|d| d["kind"].as_str().is_some_and(|k| RBAC_KINDS.contains(&k)))
-        .collect())
 }
 
 fn spawn(peers: &Path, name: &str, args: &[String], dir: &Path) -> anyhow::Result<Child> {

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, future};
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 
 use super::observe::is_ours;
 use super::{
@@ -22,6 +22,7 @@ use super::{
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
+use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
 use crate::controllers::kit::size::watch_config;
@@ -53,6 +54,7 @@ pub fn controllers(
         watches.secrets.store.clone(),
     );
     let approve = settings.approve_own_requests;
+    let scope = shared.config.scope.clone();
     let mut ctx = CertificateContext::new(shared, settings, stores);
     ctx.secret_names = wiring.secrets.index();
     let ctx = Arc::new(ctx);
@@ -83,7 +85,7 @@ pub fn controllers(
     if approve {
         out.push(approver_controller(wiring, ctx.clone()));
     }
-    (out, watch(client, watches))
+    (out, watch(client, &scope, watches))
 }
 
 fn certificate_controller(
@@ -172,17 +174,17 @@ fn names_secret(crt: &Certificate, name: &str) -> bool {
 }
 
 /// Runs the two watches until the process ends.
-fn watch(client: &kube::Client, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
+fn watch(client: &kube::Client, scope: &Scope, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
     let fao = watch_config().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
     future::join(
         reflect_with(
-            Api::<Certificate>::all(client.clone()),
+            scope.apis::<Certificate>(client),
             watch_config(),
             watches.certificates.into_writer(),
             ours_only,
         ),
         reflect_with(
-            Api::<Secret>::all(client.clone()),
+            scope.apis::<Secret>(client),
             fao,
             watches.secrets.into_writer(),
             cacheable_only,

@@ -17,6 +17,7 @@ use kube::{Api, ResourceExt};
 use super::signer_name;
 use super::{CsrContext, error_policy, reconcile};
 use crate::api::{ClusterIssuer, Issuer};
+use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::size::watch_config;
 use crate::controllers::kit::wiring::Relist;
 use crate::controllers::kit::wiring::{Wiring, drive};
@@ -24,6 +25,7 @@ use crate::controllers::kit::wiring::{Wiring, drive};
 pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, ()> {
     let (store, writer) = reflector::store();
     let namespaced = ctx.namespaced;
+    let scope = ctx.core.shared.config.scope.clone();
     let (forgets, mut relist) = (ctx.clone(), Relist::default());
     let csrs = watcher(
         Api::<CertificateSigningRequest>::all(ctx.core.shared.client.clone()),
@@ -31,7 +33,7 @@ pub fn controller(wiring: &Wiring, ctx: Arc<CsrContext>) -> BoxFuture<'static, (
     )
     .default_backoff()
     .try_filter_map(move |event| {
-        let event = ours(event, namespaced);
+        let event = ours(event, namespaced).and_then(|event| served(event, namespaced, &scope));
         if let Some(event) = &event {
             forgets.follow(event, &mut relist);
         }
@@ -99,6 +101,28 @@ fn csrs_for(
         })
         .map(|csr| ObjectRef::from_obj(&**csr))
         .collect()
+}
+
+/// Drops the events of CSRs naming an Issuer in a namespace this install does not serve:
+/// another install (with its own `--namespace`) may serve it, so it is left alone, unseen.
+fn served(
+    event: watcher::Event<CertificateSigningRequest>,
+    namespaced: bool,
+    scope: &Scope,
+) -> Option<watcher::Event<CertificateSigningRequest>> {
+    let serves = |csr: &CertificateSigningRequest| {
+        signer_name::parse(&csr.spec.signer_name, namespaced)
+            .and_then(|signer| signer.namespace)
+            .is_none_or(|namespace| scope.serves(&namespace))
+    };
+    match event {
+        watcher::Event::Apply(csr) | watcher::Event::InitApply(csr) | watcher::Event::Delete(csr)
+            if !serves(&csr) =>
+        {
+            None
+        }
+        other => Some(other),
+    }
 }
 
 #[cfg(test)]
@@ -281,6 +305,29 @@ mod tests {
         ];
         for (row, event, namespaced, want) in cases {
             assert_eq!(kept(ours(event, namespaced)), want, "{row}");
+        }
+    }
+
+    /// Namespace-scoped, a namespaced signer naming an unserved namespace is left alone (another
+    /// install may serve it); ClusterIssuer signers and served namespaces pass.
+    #[test]
+    fn a_signer_in_an_unserved_namespace_is_not_seen() {
+        let scope = Scope::new(["apps".to_string()]);
+        let table = [
+            ("clusterissuers.cfssl-issuer.wikimedia.org/ca", true),
+            ("issuers.cfssl-issuer.wikimedia.org/apps.ca", true),
+            ("issuers.cfssl-issuer.wikimedia.org/other.ca", false),
+        ];
+        for (signer, want) in table {
+            for event in [
+                watcher::Event::Apply(csr(signer)),
+                watcher::Event::InitApply(csr(signer)),
+                watcher::Event::Delete(csr(signer)),
+            ] {
+                assert_eq!(served(event, true, &scope).is_some(), want, "{signer}");
+            }
+            let everywhere = served(watcher::Event::Apply(csr(signer)), true, &Scope::Cluster);
+            assert!(everywhere.is_some(), "{signer} cluster-wide");
         }
     }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::scope::Scope;
 use crate::cfssl::AllowList;
 
 /// Settings shared by the controllers, from the command line.
@@ -29,6 +30,9 @@ pub struct Config {
     pub kubernetes_csr: Option<CsrSettings>,
     /// The only CA hosts namespaced Issuers may reach, when set; ClusterIssuers reach any.
     pub namespaced_issuer_allowed_hosts: Option<Arc<AllowList>>,
+    /// The namespaces whose Issuers, requests, Secrets (and standalone, Certificates) are
+    /// served: all of them, or those `--namespace` names.
+    pub scope: Scope,
 }
 
 /// How Kubernetes CertificateSigningRequests are signed.
@@ -54,6 +58,7 @@ impl Config {
                 namespaced_signers: true,
             }),
             namespaced_issuer_allowed_hosts: None,
+            scope: Scope::Cluster,
         }
     }
 }

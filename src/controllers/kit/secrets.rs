@@ -7,10 +7,11 @@ use std::sync::Arc;
 use futures::Stream;
 use futures::{FutureExt, StreamExt, future};
 use k8s_openapi::api::core::v1::Secret;
-use kube::Api;
 use kube::core::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::mpsc;
+
+use super::scope::{Present, Scope};
 
 /// Secret metadata, without annotations (a `kubectl apply`'d Secret carries its data there).
 pub type SecretMeta = PartialObjectMeta<Secret>;
@@ -81,6 +82,21 @@ impl SecretIndex {
             .cloned()
     }
 
+    /// The Secrets the index holds in `namespace`, as bare metadata: what a namespace's relist
+    /// is compared with when several namespaces are watched.
+    fn present(&self, namespace: &str) -> Vec<SecretMeta> {
+        let state = self.read();
+        let names = state.versions.keys().filter(|(ns, _)| ns == namespace);
+        names
+            .map(|(ns, name)| {
+                let mut secret = SecretMeta::default();
+                secret.metadata.namespace = Some(ns.clone());
+                secret.metadata.name = Some(name.clone());
+                secret
+            })
+            .collect()
+    }
+
     /// Follows one event of the Secret metadata watch.
     pub fn apply(&self, event: &watcher::Event<SecretMeta>) {
         let entry = |s: &SecretMeta| {
@@ -137,13 +153,13 @@ impl SecretFeed {
         self.index.clone()
     }
 
-    /// Watches Secret metadata until the process ends, passing each change on.
-    pub async fn run(self, client: kube::Client) {
-        let api = Api::<SecretMeta>::all(client);
+    /// Watches Secret metadata in `scope` until the process ends, passing each change on.
+    pub async fn run(self, client: kube::Client, scope: Scope) {
         let subscribers = Arc::new(self.subscribers);
         let index = self.index;
-        watcher(api, super::size::watch_config())
-            .default_backoff()
+        let known = index.clone();
+        let present: Present<SecretMeta> = Arc::new(move |namespace: &str| known.present(namespace));
+        super::scope::watch(scope.apis(&client), super::size::watch_config(), present)
             .modify(|secret| {
                 secret.metadata.managed_fields = None;
                 secret.metadata.annotations = None;

@@ -2,17 +2,18 @@
 //!
 //! Issuers, ClusterIssuers and CertificateRequests are each reflected into one store whose
 //! changes any controller can [`Watched::subscribe`] to. Secrets are watched once, metadata
-//! only (see [`super::secrets`]).
+//! only (see [`super::secrets`]). Each watch of a namespaced kind covers the served namespaces
+//! ([`super::scope`]).
 
 use std::collections::HashSet;
 
 use futures::future::{BoxFuture, Shared};
 use futures::{FutureExt, Stream, StreamExt, TryStreamExt, future};
-use kube::Api;
 use kube::runtime::controller;
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
+use super::scope::{self, Present, Scoped};
 use super::secrets::SecretFeed;
 use super::size::watch_config;
 
@@ -101,9 +102,10 @@ impl<K> Reflected for K where
 {
 }
 
-/// Reflects `api` into `writer`; `filter` sees each event first and may drop or change it.
+/// Reflects `api` (one, or one per served namespace) into `writer`; `filter` sees each event
+/// first and may drop or change it.
 pub fn reflect<K>(
-    api: Api<K>,
+    api: impl Into<Scoped<K>>,
     writer: Writer<K>,
     filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
 ) -> BoxFuture<'static, ()>
@@ -115,7 +117,7 @@ where
 
 /// [`reflect`] with a watch configuration (a label selector).
 pub fn reflect_with<K>(
-    api: Api<K>,
+    api: impl Into<Scoped<K>>,
     config: watcher::Config,
     writer: Writer<K>,
     filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
@@ -123,7 +125,21 @@ pub fn reflect_with<K>(
 where
     K: Reflected,
 {
-    reflect_events(watcher(api, config).default_backoff(), writer, filter)
+    let events = scope::watch(api.into(), config, present(&writer));
+    reflect_events(events, writer, filter)
+}
+
+/// What `writer`'s store holds in a namespace: how a merged watch ends a namespace's relist.
+fn present<K: Reflected>(writer: &Writer<K>) -> Present<K> {
+    let store = writer.as_reader();
+    std::sync::Arc::new(move |namespace: &str| {
+        store
+            .state()
+            .iter()
+            .filter(|obj| obj.meta().namespace.as_deref() == Some(namespace))
+            .map(|obj| K::clone(obj))
+            .collect()
+    })
 }
 
 /// Drives `events` through `filter` into `writer`: what every `reflect*` shares.
@@ -148,7 +164,7 @@ where
 /// request timeouts later (apiextensions-apiserver `crdHandler.tearDown`); a new list and
 /// watch read through the new schema at once.
 pub fn reflect_restarting<K>(
-    api: Api<K>,
+    api: impl Into<Scoped<K>>,
     writer: Writer<K>,
     filter: impl FnMut(watcher::Event<K>) -> Option<watcher::Event<K>> + Send + 'static,
     restarts: impl Stream<Item = ()> + Send + 'static,
@@ -156,7 +172,8 @@ pub fn reflect_restarting<K>(
 where
     K: Reflected,
 {
-    let start = move || watcher(api.clone(), watch_config()).default_backoff();
+    let (api, present) = (api.into(), present(&writer));
+    let start = move || scope::watch(api.clone(), watch_config(), present.clone());
     reflect_events(restarting(start, restarts), writer, filter)
 }
 

@@ -14,6 +14,7 @@ use kube::runtime::{controller, watcher};
 use tokio::sync::mpsc;
 
 pub use self::contexts::Contexts;
+use super::kit::scope::Scope;
 use super::kit::secrets::SecretFeed;
 use super::kit::wiring::{Relist, Wiring, reflect, reflect_restarting};
 use super::kit::{Config, status};
@@ -45,7 +46,8 @@ pub async fn run(
     health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RunError> {
-    preflight(&client, config.standalone.is_some()).await?;
+    announce(&config);
+    preflight(&client, &config.scope, config.standalone.is_some()).await?;
     let controller_config = controller::Config::default().concurrency(config.concurrency);
     let mut wiring = Wiring::new(shutdown.boxed().shared(), controller_config);
     let (ctx, rechecks) = Contexts::new(
@@ -139,10 +141,14 @@ fn controllers(
 fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::BoxFuture<'static, ()> {
     let (issuers, requests) = (&ctx.issuers, ctx.requests.clone());
     let schemas = &ctx.shared.status_schemas;
+    let config = &ctx.shared.config;
+    let scope = &config.scope;
+    // A ClusterIssuer's Secret is read in the cluster resource namespace: watched there too.
+    let secrets = scope.and(&config.cluster_resource_namespace);
     let mut relist = Relist::default();
     future::join4(
         reflect_restarting(
-            Api::<Issuer>::all(client.clone()),
+            scope.apis::<Issuer>(client),
             wiring.issuers.into_writer(),
             issuer_events(issuers),
             schemas.changes(IssuerKind::Issuer),
@@ -154,11 +160,11 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
             schemas.changes(IssuerKind::ClusterIssuer),
         ),
         reflect(
-            Api::<CertificateRequest>::all(client.clone()),
+            scope.apis::<CertificateRequest>(client),
             wiring.requests.into_writer(),
             move |event| certificaterequest::watch::request_event(event, &requests, &mut relist),
         ),
-        wiring.secrets.run(client.clone()),
+        wiring.secrets.run(client.clone(), secrets),
     )
     .map(drop)
     .boxed()
@@ -213,10 +219,11 @@ const SCHEMA_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Fails fast with a hint when a CRD we watch is not installed (the API answers 404). Any
 /// other error (a 500, a timeout) is left to the watchers, which retry with backoff: a brief
 /// API server hiccup at start must not crash-loop the pod with a misleading message.
-async fn preflight(client: &kube::Client, standalone: bool) -> Result<(), RunError> {
+async fn preflight(client: &kube::Client, scope: &Scope, standalone: bool) -> Result<(), RunError> {
     let probe = kube::api::ListParams::default().limit(1);
     let certificates = if standalone {
-        Api::<Certificate>::all(client.clone())
+        scope
+            .probe::<Certificate>(client)
             .list_metadata(&probe)
             .await
             .err()
@@ -227,10 +234,7 @@ async fn preflight(client: &kube::Client, standalone: bool) -> Result<(), RunErr
         ("Certificate", certificates),
         (
             "Issuer",
-            Api::<Issuer>::all(client.clone())
-                .list_metadata(&probe)
-                .await
-                .err(),
+            scope.probe::<Issuer>(client).list_metadata(&probe).await.err(),
         ),
         (
             "ClusterIssuer",
@@ -241,7 +245,8 @@ async fn preflight(client: &kube::Client, standalone: bool) -> Result<(), RunErr
         ),
         (
             "CertificateRequest",
-            Api::<CertificateRequest>::all(client.clone())
+            scope
+                .probe::<CertificateRequest>(client)
                 .list_metadata(&probe)
                 .await
                 .err(),
@@ -255,6 +260,19 @@ async fn preflight(client: &kube::Client, standalone: bool) -> Result<(), RunErr
         }
     }
     Ok(())
+}
+
+/// Says at start which namespaces are served: in a namespace-scoped install, requests and
+/// Issuers elsewhere are never seen, so nothing else would tell their owners why.
+fn announce(config: &Config) {
+    match &config.scope {
+        Scope::Cluster => tracing::info!("serving every namespace"),
+        Scope::Namespaces(served) => tracing::info!(
+            namespaces = %served.join(","),
+            cluster_resource_namespace = %config.cluster_resource_namespace,
+            "serving only these namespaces (--namespace): Issuers, CertificateRequests and Secrets elsewhere are not watched; ClusterIssuers are served, for requests in these namespaces"
+        ),
+    }
 }
 
 /// Whether the API server says the resource does not exist at all.
