@@ -10,30 +10,13 @@ use cfssl_issuer::api::GROUP;
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use e2e::harness::Csr;
 use e2e::harness::{eventually, objects};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use standalone::Env;
 
 const WAIT: Duration = Duration::from_secs(30);
 /// How long a request is watched for a signature that must not come: many reconciles.
 const QUIET: Duration = Duration::from_secs(5);
-
-/// The Events regarding CertificateRequest `name`, as `(reason, note)`.
-async fn request_events(env: &Env, name: &str) -> anyhow::Result<Vec<(String, String)>> {
-    let api = Api::<k8s_openapi::api::events::v1::Event>::namespaced(env.client().clone(), &env.ns);
-    Ok(api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|e| {
-            e.regarding.as_ref().is_some_and(|r| {
-                r.kind.as_deref() == Some("CertificateRequest") && r.name.as_deref() == Some(name)
-            })
-        })
-        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-        .collect())
-}
 
 /// After [`QUIET`], `name` is neither approved nor signed, and the CA signed nothing more.
 async fn assert_unsigned(env: &Env, name: &str, signed_before: u64) -> anyhow::Result<CertificateRequest> {
@@ -78,7 +61,7 @@ async fn a_request_claiming_another_certificate_is_not_approved() -> anyhow::Res
         .create(&PostParams::default(), &forged)
         .await?;
     let warned = eventually(WAIT, "a NotApproved Warning on the forged request", || async {
-        let events = request_events(&env, "forged").await.ok()?;
+        let events = env.events_regarding("CertificateRequest", "forged").await.ok()?;
         events.into_iter().find(|(reason, _)| reason == "NotApproved")
     })
     .await;

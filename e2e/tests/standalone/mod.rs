@@ -444,6 +444,11 @@ pub fn openssl(args: &[&str], input: &[u8]) -> anyhow::Result<Vec<u8>> {
 impl Env {
     /// The Events regarding Certificate `name`, as `(reason, note)`, oldest first.
     pub async fn events_of(&self, name: &str) -> anyhow::Result<Vec<(String, String)>> {
+        self.events_regarding("Certificate", name).await
+    }
+
+    /// The Events regarding the `kind` object `name`, as `(reason, note)`, oldest first.
+    pub async fn events_regarding(&self, kind: &str, name: &str) -> anyhow::Result<Vec<(String, String)>> {
         let api = Api::<k8s_openapi::api::events::v1::Event>::namespaced(self.client().clone(), &self.ns);
         let mut events: Vec<_> = api
             .list(&ListParams::default())
@@ -451,9 +456,9 @@ impl Env {
             .items
             .into_iter()
             .filter(|e| {
-                e.regarding.as_ref().is_some_and(|r| {
-                    r.kind.as_deref() == Some("Certificate") && r.name.as_deref() == Some(name)
-                })
+                e.regarding
+                    .as_ref()
+                    .is_some_and(|r| r.kind.as_deref() == Some(kind) && r.name.as_deref() == Some(name))
             })
             .collect();
         events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
