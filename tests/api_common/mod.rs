@@ -149,6 +149,16 @@ fn strings(v: Option<&Value>) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// Whether the CEL rules at `path` say only what cert-manager's webhook enforces beside their
+/// CRD: a CertificateRequest's spec cannot change after creation ("field is immutable"), so a
+/// cluster with cert-manager accepts no object these rules refuse.
+fn their_webhook_enforces(path: &str, rules: &Value) -> bool {
+    let only_immutable = rules
+        .as_array()
+        .is_some_and(|rules| rules.iter().all(|r| r["rule"] == "self == oldSelf"));
+    path == ".spec" && only_immutable
+}
+
 /// Everything that makes `ours` reject an object `theirs` accepts, as `path: problem` lines.
 /// Walks `properties`, `items` and `additionalProperties` recursively.
 pub fn compare(theirs: &Value, ours: &Value, path: &str, walk: Walk, errors: &mut Vec<String>) {
@@ -167,6 +177,9 @@ pub fn compare(theirs: &Value, ours: &Value, path: &str, walk: Walk, errors: &mu
     }
     for keyword in RESTRICTIONS {
         let Some(value) = ours.get(*keyword) else { continue };
+        if *keyword == "x-kubernetes-validations" && their_webhook_enforces(here, value) {
+            continue;
+        }
         let ok = match (*keyword, theirs.get(*keyword)) {
             ("enum", Some(their_enum)) => strings(Some(their_enum)).is_subset(&strings(Some(value))),
             (_, Some(their_value)) => their_value == value,
