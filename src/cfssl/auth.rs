@@ -34,7 +34,7 @@ pub struct AuthKey {
 impl std::fmt::Debug for AuthKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthKey")
-            .field("key", &"<redacted>")
+            .field("key", &crate::redact::Redacted)
             .finish_non_exhaustive()
     }
 }

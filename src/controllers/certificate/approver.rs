@@ -49,14 +49,19 @@ pub enum Verdict {
     NotGenuine(String),
 }
 
-/// Whether `cr` is `owner`'s next request, made from `next_key` (the key the Secret that
-/// `status.nextPrivateKeySecretName` names holds, when trusted).
-pub fn verdict(cr: &CertificateRequest, owner: Option<&Certificate>, next_key: Option<&Key>) -> Verdict {
+/// Whether `cr` is `owner`'s next request, made from the key `next_key` gives (the key the
+/// Secret that `status.nextPrivateKeySecretName` names holds, when trusted): called, and so
+/// the key decoded, only once every other check passed.
+pub fn verdict(
+    cr: &CertificateRequest,
+    owner: Option<&Certificate>,
+    next_key: impl FnOnce() -> Option<Key>,
+) -> Verdict {
     if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
         return Verdict::NotOurs;
     }
     let Some(owner) = owner else {
-        return if claims_a_certificate(cr) && cr.spec.issuer_ref.group == crate::api::GROUP {
+        return if controller_name(cr).is_some() && cr.spec.issuer_ref.group == crate::api::GROUP {
             Verdict::NotSeenYet
         } else {
             Verdict::NotOurs
@@ -82,10 +87,10 @@ pub fn verdict(cr: &CertificateRequest, owner: Option<&Certificate>, next_key: O
         }
         Err(err) => return not(format!("its CSR cannot be read: {err}")),
     }
-    match next_key {
+    match next_key() {
         None if !owner.has_true(ISSUING) => not("its Certificate is not issuing".into()),
         None => Verdict::NotSeenYet,
-        Some(key) if request_has_key(cr, key) => Verdict::Approve,
+        Some(key) if request_has_key(cr, &key) => Verdict::Approve,
         Some(_) => not("its CSR is not signed by the Certificate's next private key".into()),
     }
 }
@@ -125,11 +130,6 @@ fn approval(now: Timestamp) -> Value {
     status::document::<CertificateRequest>(json!({ "conditions": [approved] }))
 }
 
-/// Whether `cr` has a controller owner reference to a Certificate.
-fn claims_a_certificate(cr: &CertificateRequest) -> bool {
-    controller_name(cr).is_some()
-}
-
 /// The name of the Certificate `cr`'s controller owner reference names.
 fn controller_name(cr: &CertificateRequest) -> Option<&str> {
     cr.owner_references()
@@ -148,7 +148,8 @@ fn owner(ctx: &CertificateContext, cr: &CertificateRequest) -> Option<Arc<Certif
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
     let owner = owner(&ctx, &cr);
     let key = format!("approver/{}", cr.uid().unwrap_or_default());
-    let verdict = judged(&ctx, &cr, owner.as_deref());
+    let next_key = || owner.as_deref().and_then(|crt| observe::next_key(&ctx, crt).1);
+    let verdict = verdict(&cr, owner.as_deref(), next_key);
     let plan = decide(&cr, verdict, ctx.shared.now());
     let target = Target {
         client: &ctx.shared.client,
@@ -162,19 +163,6 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
     }
     ctx.settled(&key);
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
-}
-
-/// The verdict on `cr`; the next key is decoded only for an undecided request whose owner is
-/// one of our Certificates.
-fn judged(ctx: &CertificateContext, cr: &CertificateRequest, owner: Option<&Certificate>) -> Verdict {
-    let first = verdict(cr, owner, None);
-    match (first, owner) {
-        (Verdict::NotSeenYet, Some(crt)) => {
-            let (_, key) = observe::next_key(ctx, crt);
-            verdict(cr, owner, key.as_ref())
-        }
-        (first, _) => first,
-    }
 }
 
 pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {

@@ -380,7 +380,7 @@ proptest! {
         let secrets = key_secrets(&w, &crt);
         let next = next_key(&crt, &secrets);
         for cr in requests(&w, &crt) {
-            let verdict = approver::verdict(&cr, owner_known.then_some(&crt), next.as_ref().map(|(_, key)| key));
+            let verdict = approver::verdict(&cr, owner_known.then_some(&crt), || next.as_ref().map(|(_, key)| key.clone()));
             approver::decide(&cr, verdict, now());
         }
     }

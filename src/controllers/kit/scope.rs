@@ -16,6 +16,29 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 pub use self::merge::{Merge, Out};
 
+/// What a reflector can keep in a store.
+pub trait Reflected:
+    kube::Resource<DynamicType = ()>
+    + Clone
+    + std::fmt::Debug
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Reflected for K where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// The namespaces the manager serves.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Scope {
@@ -123,7 +146,7 @@ pub fn watch<K>(
     present: Present<K>,
 ) -> BoxStream<'static, watcher::Result<watcher::Event<K>>>
 where
-    K: super::wiring::Reflected,
+    K: Reflected,
 {
     let mut apis = scoped.0;
     if apis.len() == 1 {
@@ -147,7 +170,7 @@ fn merged<K, S>(
     present: Present<K>,
 ) -> impl futures::Stream<Item = watcher::Result<watcher::Event<K>>> + Send
 where
-    K: super::wiring::Reflected,
+    K: Reflected,
     S: futures::Stream<Item = (usize, watcher::Result<watcher::Event<K>>)> + Send + 'static,
 {
     let mut merge = Merge::new(namespaces);

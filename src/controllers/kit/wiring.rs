@@ -79,28 +79,7 @@ pub fn drive<S: Stream + Send + 'static>(stream: S) -> BoxFuture<'static, ()> {
     stream.for_each(|_| future::ready(())).boxed()
 }
 
-/// What a reflector can keep in a store.
-pub trait Reflected:
-    kube::Resource<DynamicType = ()>
-    + Clone
-    + std::fmt::Debug
-    + serde::de::DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> Reflected for K where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static
-{
-}
+pub use super::scope::Reflected;
 
 /// Reflects `api` (one, or one per served namespace) into `writer`; `filter` sees each event
 /// first and may drop or change it.

@@ -197,7 +197,7 @@ fn verdict_table() {
     ];
     for row in rows {
         assert_eq!(
-            verdict(&row.request, row.owner, row.next_key),
+            verdict(&row.request, row.owner, || row.next_key.cloned()),
             row.want,
             "{}",
             row.name
