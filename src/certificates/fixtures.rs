@@ -197,5 +197,6 @@ pub fn input() -> crate::certificates::policy::checks::Input {
         secret: Some(secret),
         next_request: None,
         now: at("2026-02-01T00:00:00Z"),
+        renewal_jitter: crate::certificates::renewal::Jitter::OFF,
     }
 }

@@ -5,11 +5,15 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+pub use jitter::{Jitter, JitterError, spread_of};
+pub use planned::{Guarded, Inputs, Planned, planned};
 pub use windows::{WindowError, within_windows};
 
 use crate::api::certmanager::RenewalWindow;
 
 pub mod cron;
+mod jitter;
+mod planned;
 mod windows;
 
 /// `spec.renewal.policy`.
@@ -120,23 +124,26 @@ pub fn renewal_time_in_windows(
     Ok(Some(within_windows(not_before, not_after, desired, windows)?))
 }
 
-/// The least time after issuance before a renewal: multirootca backdates `notBefore` by five
-/// minutes, so with a short profile the default renewal point can already have passed when the
-/// certificate arrives, and the certificate would be renewed again at once, forever.
-pub const RENEWAL_FLOOR: Duration = Duration::from_secs(5 * 60);
+/// The least time after issuance before a renewal the guard moved: a certificate whose CA
+/// hands it out nearly (or already) expired is renewed at most once a minute, not in a loop.
+/// It can put the renewal after `notAfter`, by less than a minute: such a certificate had
+/// less than 90 s of validity when it arrived.
+pub const RENEWAL_FLOOR: Duration = Duration::from_secs(60);
 
-/// `renewal_time`, but never earlier than [`RENEWAL_FLOOR`] after `issued_at` (or half the
-/// validity left at issuance, when that is shorter), so a short-lived certificate cannot
-/// re-issue in a loop.
+/// `renewal_time`, unless it is at or before `issued_at`: a renewal due the moment the
+/// certificate arrives would re-issue in a loop (cfssl backdates `notBefore` by five minutes,
+/// so a `renewBefore` of nearly the whole lifetime has passed at issuance). Such a renewal
+/// moves to two thirds of the validity left at issuance, and at least [`RENEWAL_FLOOR`]
+/// after it; truncated to the second.
 pub fn guarded(renewal_time: Timestamp, issued_at: Timestamp, not_after: Timestamp) -> Timestamp {
+    if renewal_time > issued_at {
+        return renewal_time;
+    }
     let left = not_after.duration_since(issued_at);
-    let floor = SignedDuration::try_from(RENEWAL_FLOOR)
-        .unwrap_or(SignedDuration::MAX)
-        .min(left / 2)
-        .max(SignedDuration::ZERO);
-    let earliest = issued_at.checked_add(floor).unwrap_or(issued_at);
-    let earliest = Timestamp::from_second(earliest.as_second()).unwrap_or(earliest);
-    renewal_time.max(earliest)
+    let floor = SignedDuration::try_from(RENEWAL_FLOOR).unwrap_or(SignedDuration::MAX);
+    let wait = (left / 3 * 2).max(floor);
+    let at = issued_at.checked_add(wait).unwrap_or(issued_at);
+    Timestamp::from_second(at.as_second()).unwrap_or(at)
 }
 
 /// Back-off after failed issuances: `min * 2^(attempts-1)`, at least `min` and at most `max`

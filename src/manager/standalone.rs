@@ -5,6 +5,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::parse_duration;
+use crate::certificates::renewal::Jitter;
 use crate::controllers::certificate::Settings;
 
 /// cert-manager's default `--copied-annotation-prefixes`: every annotation but kubectl's,
@@ -43,6 +44,11 @@ pub struct StandaloneArgs {
     /// a leading `-` excludes.
     #[arg(long, value_delimiter = ',', default_values_t = COPIED_ANNOTATION_PREFIXES.map(String::from))]
     pub copied_annotation_prefixes: Vec<String>,
+    /// Renew each Certificate earlier than cert-manager would by up to this fraction of its
+    /// lifetime (0 to 0.5), a fixed share per Certificate from its UID, so certificates
+    /// issued together do not renew together. 0 is cert-manager's exact times.
+    #[arg(long, default_value = "0")]
+    pub renewal_jitter: Jitter,
 }
 
 impl StandaloneArgs {
@@ -65,6 +71,7 @@ impl StandaloneArgs {
             cert_manager_lease_namespace: self.cert_manager_lease_namespace.clone(),
             owner_reference: self.enable_certificate_owner_ref,
             copied_annotation_prefixes: self.copied_annotation_prefixes.clone(),
+            renewal_jitter: self.renewal_jitter,
         }))
     }
 }

@@ -83,6 +83,7 @@ fn debug_output_never_holds_the_secret() {
         current_request: None,
         next_request: None,
         now: Timestamp::UNIX_EPOCH,
+        renewal_jitter: crate::certificates::renewal::Jitter::OFF,
     };
     let secret_input = Input {
         certificate: &crt,

@@ -21,11 +21,12 @@ use crate::certificates::decode::{self, DecodeError};
 use crate::certificates::go::{self, list as go_list, rfc1123};
 use crate::certificates::keys::{annotation, data};
 use crate::certificates::matching;
-use crate::certificates::renewal::{self, Policy, Renewal, RenewalError};
+use crate::certificates::renewal::{self, Jitter, Planned, Renewal, RenewalError};
 use crate::pki::keys::Key;
 
 /// What the checks look at: the Certificate, its Secret (if it exists), the CertificateRequest
-/// of the current revision and the one being issued (if any), and the time now.
+/// of the current revision and the one being issued (if any), the time now, and the renewal
+/// jitter (`--renewal-jitter`).
 #[derive(Clone)]
 pub struct Input {
     pub certificate: Certificate,
@@ -33,6 +34,7 @@ pub struct Input {
     pub current_request: Option<CertificateRequest>,
     pub next_request: Option<CertificateRequest>,
     pub now: Timestamp,
+    pub renewal_jitter: Jitter,
 }
 
 /// The Secret by name and data keys only: its data holds the private key.
@@ -44,6 +46,7 @@ impl std::fmt::Debug for Input {
             .field("current_request", &self.current_request)
             .field("next_request", &self.next_request)
             .field("now", &self.now)
+            .field("renewal_jitter", &self.renewal_jitter)
             .finish()
     }
 }
@@ -268,52 +271,61 @@ pub fn current_certificate_nearing_expiry(input: &Input) -> Option<Violation> {
         let validity = cert.validity();
         let not_before = Timestamp::from_second(validity.not_before.timestamp()).ok()?;
         let not_after = Timestamp::from_second(validity.not_after.timestamp()).ok()?;
-        let at = renewal_time_for(spec, not_before, not_after);
+        let planned = renewal_time_for(input, not_before, not_after);
         let scheduled = input
             .certificate
             .status
             .as_ref()
             .and_then(|s| s.renewal_time.as_ref());
-        due_violation(at, not_after, input.now, scheduled)
+        due_violation(&planned, not_after, input.now, scheduled)
     })
 }
 
-/// The renewal time `spec` gives a certificate valid `not_before..not_after`, windows
-/// included; on an error, the time to renew anyway (the desired time a window could not
-/// place, else the plain time) beside it. Readiness writes the same time as `renewalTime`.
-pub fn renewal_time_for(
-    spec: &crate::api::certmanager::CertificateSpec,
-    not_before: Timestamp,
-    not_after: Timestamp,
-) -> Result<Option<Timestamp>, (RenewalError, Option<Timestamp>)> {
+/// The renewal time of the Secret's certificate, valid `not_before..not_after`, under the
+/// Certificate's spec, the jitter for its UID, and the guard from the issuance of the current
+/// request ([`issued_at`]); on an error, the time to renew anyway (the desired time a window
+/// could not place) beside it. Readiness writes the same time as `renewalTime`.
+pub fn renewal_time_for(input: &Input, not_before: Timestamp, not_after: Timestamp) -> Planned {
+    let spec = &input.certificate.spec;
     let renewal = Renewal {
         renew_before: spec.renew_before.as_deref().and_then(go_duration),
         renew_before_percentage: spec.renew_before_percentage,
     };
-    let windows = spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice());
-    let plain = || renewal::renewal_time(not_before, not_after, renewal, Policy::RenewBefore);
-    Policy::parse(spec.renewal.as_ref().map(|r| r.policy.as_str()))
-        .and_then(|p| renewal::renewal_time_in_windows(not_before, not_after, renewal, p, windows))
-        .map_err(|err| {
-            // A spec the windows cannot read renews at the plain time, reporting why.
-            let due = err.fallback().or_else(|| plain().ok().flatten());
-            (err, due)
-        })
+    let uid = input.certificate.metadata.uid.as_deref().unwrap_or_default();
+    renewal::planned(&renewal::Inputs {
+        not_before,
+        not_after,
+        renewal,
+        policy: spec.renewal.as_ref().map(|r| r.policy.as_str()),
+        windows: spec.renewal.as_ref().map_or(&[][..], |r| r.windows.as_slice()),
+        jitter: input.renewal_jitter,
+        spread: renewal::spread_of(uid),
+        issued_at: issued_at(input),
+    })
+}
+
+/// When the Secret's certificate was issued: the creation of the current revision's request.
+/// Recorded by the API server, so it survives restarts and reads the same in every replica.
+/// Without that request (deleted, or the Secret came from elsewhere) it is unknown and the
+/// guard is off: the next issuance makes a request, so that costs one issuance at most.
+pub fn issued_at(input: &Input) -> Option<Timestamp> {
+    let request = input.current_request.as_ref()?;
+    request.metadata.creation_timestamp.as_ref().map(|t| t.0)
 }
 
 /// The violation for a computed renewal time: none before it is due.
 fn due_violation(
-    at: Result<Option<Timestamp>, (RenewalError, Option<Timestamp>)>,
+    planned: &Planned,
     not_after: Timestamp,
     now: Timestamp,
     scheduled: Option<&Time>,
 ) -> Option<Violation> {
-    match at {
+    match (&planned.error, planned.at) {
         // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
-        Err((RenewalError::NoLifetime, _)) if not_after <= now => Some(renewing(scheduled)),
-        Err((RenewalError::NoLifetime, _)) => None,
-        Ok(Some(at)) if at <= now => Some(renewing(scheduled)),
-        Err((err, due)) if due.is_none_or(|due| due <= now) => {
+        (Some(RenewalError::NoLifetime), _) if not_after <= now => Some(renewing(scheduled)),
+        (Some(RenewalError::NoLifetime), _) => None,
+        (None, Some(at)) if at <= now => Some(renewing(scheduled)),
+        (Some(err), due) if due.is_none_or(|due| due <= now) => {
             Some(Violation::new(reason::WINDOW_ERROR, err.to_string()))
         }
         _ => None,

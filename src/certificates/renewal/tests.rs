@@ -149,28 +149,52 @@ fn renewal_is_never_right_after_issuance() {
     // (row, computed renewal, notAfter, want)
     let cases = [
         (
-            "short-lived: half the validity left",
+            "one minute left: the floor, a minute after issuance",
             computed,
             na,
-            at("2026-01-01T10:00:30Z"),
+            at("2026-01-01T10:01:00Z"),
         ),
         (
-            "an hour of validity: five minutes after issuance",
+            "cert-manager#5838, 600 s and renewBefore 9m30s: two thirds of the 5 minutes left",
+            at("2026-01-01T09:55:30Z"),
+            at("2026-01-01T10:05:00Z"),
+            at("2026-01-01T10:03:20Z"),
+        ),
+        (
+            "an hour left: two thirds of it",
             at("2026-01-01T09:59:00Z"),
             at("2026-01-01T11:00:00Z"),
-            at("2026-01-01T10:05:00Z"),
+            at("2026-01-01T10:40:00Z"),
         ),
         (
-            "a renewal time after the floor stays",
+            "due exactly at issuance is guarded too",
+            issued,
+            at("2026-01-01T10:30:00Z"),
+            at("2026-01-01T10:20:00Z"),
+        ),
+        (
+            "a renewal after issuance stays, however soon",
+            at("2026-01-01T10:00:01Z"),
+            at("2026-01-01T10:30:00Z"),
+            at("2026-01-01T10:00:01Z"),
+        ),
+        (
+            "a renewal time long after stays",
             at("2026-01-20T00:00:00Z"),
             at("2026-01-31T00:00:00Z"),
             at("2026-01-20T00:00:00Z"),
         ),
         (
-            "already expired at issuance: issuance time",
+            "already expired at issuance: the floor",
             computed,
             at("2026-01-01T09:00:00Z"),
-            issued,
+            at("2026-01-01T10:01:00Z"),
+        ),
+        (
+            "truncated to the second",
+            at("2026-01-01T09:00:00Z"),
+            at("2026-01-01T10:00:01Z") + SignedDuration::from_secs(100),
+            at("2026-01-01T10:01:07Z"),
         ),
     ];
     for (row, renewal, not_after, want) in cases {

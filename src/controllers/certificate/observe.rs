@@ -189,6 +189,8 @@ pub fn chain_input(
         current_request: current,
         next_request: for_revision(requests, next_revision(crt)),
         now,
+        // The caller sets the configured jitter.
+        renewal_jitter: crate::certificates::renewal::Jitter::OFF,
     }
 }
 

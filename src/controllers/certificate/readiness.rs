@@ -16,7 +16,9 @@ use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe}
 use crate::api::certmanager::{Certificate, READY};
 use crate::certificates::policy::checks::Input;
 use crate::certificates::policy::{chains::READINESS, evaluate, reason};
+use crate::certificates::renewal::RENEWAL_FLOOR;
 use crate::certificates::validation;
+use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{Next, Plan, requeue};
 use crate::controllers::kit::status::FieldManager;
 
@@ -25,13 +27,16 @@ const NAME: &str = "readiness";
 /// The reason of `Ready=False` for a spec the webhook would refuse.
 pub const REASON_INVALID: &str = "InvalidSpec";
 
+/// The reason of the Warning Event when the guard moves a renewal off the issuance.
+pub const REASON_RENEWAL_ADJUSTED: &str = "RenewalTimeAdjusted";
+
 /// Looks again this long after `notAfter`, when the certificate has expired.
 const AFTER_EXPIRY: SignedDuration = SignedDuration::from_millis(1000);
 
 /// The readiness plan for `input`.
 pub fn decide(input: &Input) -> Plan<()> {
     let crt = &input.certificate;
-    let times = times(crt, input.secret.as_ref());
+    let times = times(input);
     let errors = validation::validate(&crt.spec);
     let (ready, why, message) = if !errors.is_empty() {
         (false, REASON_INVALID, validation::message(&errors))
@@ -62,11 +67,33 @@ pub fn decide(input: &Input) -> Plan<()> {
     }
     let next = next_look(times.as_ref(), input.now);
     let status = (!already_says(crt, &doc)).then(|| document(Value::Object(doc)));
-    Plan {
-        status,
-        event: None,
-        next,
+    let event = times
+        .as_ref()
+        .filter(|_| status.is_some())
+        .and_then(|t| renewal_adjusted(crt, t));
+    Plan { status, event, next }
+}
+
+/// The Warning when the guard moved the renewal time and readiness writes the moved time: once
+/// per certificate, not on every reconcile.
+fn renewal_adjusted(crt: &Certificate, t: &Times) -> Option<Notice> {
+    let guarded = t.guarded?;
+    let used = t.renewal?;
+    let written = crt.status.as_ref().and_then(|s| s.renewal_time.as_ref());
+    if written.is_some_and(|w| w.0 == used) {
+        return None;
     }
+    let note = format!(
+        "Renewal time moved from {} to {used}: the computed time is not after the certificate's issuance at {} \
+         (its notBefore {} is backdated by the CA and renewBefore covers nearly the whole lifetime), \
+         so the certificate would be re-issued in a loop; it renews at two thirds of the validity left at issuance, \
+         and at least {}s after it",
+        guarded.computed,
+        guarded.issued_at,
+        t.not_before,
+        RENEWAL_FLOOR.as_secs(),
+    );
+    Some(Notice::warning(REASON_RENEWAL_ADJUSTED, "Schedule", &note))
 }
 
 /// The next time readiness can change by itself: the renewal time, or just after expiry.
@@ -105,7 +132,8 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let secret = observe::target_secret(&ctx, &crt).await?;
-    let input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
+    let mut input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
+    input.renewal_jitter = ctx.settings.renewal_jitter;
     let plan = decide(&input);
     let next = execute(&ctx, &crt, FieldManager::READINESS, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));

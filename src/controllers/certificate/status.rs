@@ -10,8 +10,8 @@ use crate::api::certmanager::{Certificate, CertificateCondition};
 use crate::api::{ConditionStatus, WritableCondition};
 use crate::certificates::decode;
 use crate::certificates::keys::data;
-use crate::certificates::policy::checks::renewal_time_for;
-use crate::certificates::renewal::RenewalError;
+use crate::certificates::policy::checks::{Input, renewal_time_for};
+use crate::certificates::renewal::{Guarded, Planned, RenewalError};
 
 /// A condition of `type_` for `crt`, keeping the previous transition time when the status
 /// did not change, for the generation observed.
@@ -54,35 +54,35 @@ pub struct Times {
     pub renewal: Option<Timestamp>,
     /// Why the renewal windows could not place the renewal (it falls back to the plain time).
     pub window_error: Option<String>,
+    /// Set when the guard moved the renewal off the issuance.
+    pub guarded: Option<Guarded>,
 }
 
-/// The times of the leaf in `tls.crt`, or `None` when there is none that decodes.
-pub fn times(crt: &Certificate, secret: Option<&k8s_openapi::api::core::v1::Secret>) -> Option<Times> {
-    let bytes = &secret?.data.as_ref()?.get(data::TLS_CRT)?.0;
+/// The times of the leaf in the Secret's `tls.crt`, or `None` when there is none that decodes.
+pub fn times(input: &Input) -> Option<Times> {
+    let bytes = &input.secret.as_ref()?.data.as_ref()?.get(data::TLS_CRT)?.0;
     let der = decode::leaf_certificate(bytes).ok()?;
     let (_, leaf) = X509Certificate::from_der(&der).ok()?;
     let not_before = Timestamp::from_second(leaf.validity().not_before.timestamp()).ok()?;
     let not_after = Timestamp::from_second(leaf.validity().not_after.timestamp()).ok()?;
-    let (renewal, window_error) = renewal_of(crt, not_before, not_after);
+    let planned = renewal_time_for(input, not_before, not_after);
+    let (renewal, window_error) = renewal_of(&planned, not_after);
     Some(Times {
         not_before,
         not_after,
         renewal,
         window_error,
+        guarded: planned.guarded,
     })
 }
 
-/// The renewal time of a certificate valid `not_before..not_after` under `crt`'s spec (the
-/// trigger chain's own computation), and why the spec could not place it, if so.
-fn renewal_of(
-    crt: &Certificate,
-    not_before: Timestamp,
-    not_after: Timestamp,
-) -> (Option<Timestamp>, Option<String>) {
-    match renewal_time_for(&crt.spec, not_before, not_after) {
-        Ok(at) => (at, None),
+/// The renewal time to write (the trigger chain's own computation), and why the spec could
+/// not place it, if so.
+fn renewal_of(planned: &Planned, not_after: Timestamp) -> (Option<Timestamp>, Option<String>) {
+    match &planned.error {
+        None => (planned.at, None),
         // No lifetime: cert-manager's arithmetic puts the renewal at notAfter.
-        Err((err @ RenewalError::NoLifetime, _)) => (Some(not_after), Some(err.to_string())),
-        Err((err, due)) => (due, Some(err.to_string())),
+        Some(err @ RenewalError::NoLifetime) => (Some(not_after), Some(err.to_string())),
+        Some(err) => (planned.at, Some(err.to_string())),
     }
 }

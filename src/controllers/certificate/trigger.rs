@@ -162,8 +162,10 @@ fn facts(
     requests: &[Arc<crate::api::certmanager::CertificateRequest>],
 ) -> Facts {
     let owns_secret = owns_secret(crt, &ctx.certificates.state(), secret.as_ref());
+    let mut input = observe::chain_input(crt, secret, requests, ctx.shared.now());
+    input.renewal_jitter = ctx.settings.renewal_jitter;
     Facts {
-        input: observe::chain_input(crt, secret, requests, ctx.shared.now()),
+        input,
         owns_secret,
         backoff: (ctx.settings.minimum_backoff, ctx.settings.maximum_backoff),
     }

@@ -78,4 +78,7 @@ pub struct StandaloneSettings {
     pub owner_reference: bool,
     /// Annotation prefixes copied from a Certificate to its requests.
     pub copied_annotation_prefixes: Vec<String>,
+    /// How much earlier than cert-manager's time each Certificate renews, at most, as a
+    /// fraction of its lifetime (off: cert-manager's exact times).
+    pub renewal_jitter: crate::certificates::renewal::Jitter,
 }
