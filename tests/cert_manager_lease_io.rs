@@ -140,6 +140,7 @@ fn standalone() -> Config {
         cert_manager_lease_namespace: "kube-system".into(),
         owner_reference: false,
         copied_annotation_prefixes: vec!["*".into()],
+        renewal_jitter: cfssl_issuer::certificates::renewal::Jitter::OFF,
     });
     config
 }

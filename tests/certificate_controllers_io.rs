@@ -30,6 +30,7 @@ fn settings() -> Settings {
         cert_manager_lease_namespace: "kube-system".into(),
         owner_reference: false,
         copied_annotation_prefixes: vec!["*".into()],
+        renewal_jitter: cfssl_issuer::certificates::renewal::Jitter::OFF,
     }
 }
 

@@ -1229,6 +1229,7 @@ fn chart_full_values_render_every_option() {
         "--cert-manager-lease-namespace=cert-manager",
         "--certificate-request-minimum-backoff-duration=30m",
         "--certificate-request-maximum-backoff-duration=8h",
+        "--renewal-jitter=0.1",
     ] {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
@@ -1368,6 +1369,7 @@ fn chart_standalone_values_install_cert_manager_crds_and_grant_secret_writes() {
         "--cert-manager-lease-namespace=kube-system",
         "--certificate-request-minimum-backoff-duration=1h",
         "--certificate-request-maximum-backoff-duration=32h",
+        "--renewal-jitter=0",
     ] {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
@@ -1414,4 +1416,8 @@ fn chart_standalone_defaults_are_the_flags_defaults() {
             flags.certificate_request_maximum_backoff_duration,
         )
     );
+    let jitter = chart["renewalJitter"]
+        .to_string()
+        .parse::<cfssl_issuer::certificates::renewal::Jitter>();
+    assert_eq!(jitter, Ok(flags.renewal_jitter), "renewalJitter");
 }

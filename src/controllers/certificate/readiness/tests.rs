@@ -147,3 +147,61 @@ fn disabled_renewal_has_no_renewal_time_and_looks_again_at_expiry() {
     assert_eq!(doc["status"].get("renewalTime"), None);
     assert_eq!(plan.next, Next::After(Duration::from_secs(59 * DAY + 1)));
 }
+
+/// The fixture's certificate (2026-01-01 to 2026-04-01) with `renewBefore: 2150h`, so
+/// cert-manager's renewal (2026-01-01T10:00) comes before the request's creation at 12:00.
+fn due_at_issuance() -> Input {
+    input(|i| {
+        i.certificate.spec.renew_before = Some("2150h".into());
+        if let Some(request) = i.current_request.as_mut() {
+            request.metadata.creation_timestamp = Some(Time(at("2026-01-01T12:00:00Z")));
+        }
+    })
+}
+
+#[test]
+fn a_renewal_due_at_issuance_is_moved_with_one_warning() {
+    let plan = decide(&due_at_issuance());
+    let doc = plan.status.as_ref().expect("a status apply");
+    // Two thirds of the 2148 h left at issuance.
+    assert_eq!(doc["status"]["renewalTime"], "2026-03-02T04:00:00Z");
+    assert_eq!(
+        crate::controllers::certificate::testing::event(&plan),
+        Some((
+            "Warning".to_string(),
+            REASON_RENEWAL_ADJUSTED.to_string(),
+            "Renewal time moved from 2026-01-01T10:00:00Z to 2026-03-02T04:00:00Z: the computed time is not \
+             after the certificate's issuance at 2026-01-01T12:00:00Z (its notBefore 2026-01-01T00:00:00Z is \
+             backdated by the CA and renewBefore covers nearly the whole lifetime), so the certificate would be \
+             re-issued in a loop; it renews at two thirds of the validity left at issuance, and at least 60s after it"
+                .to_string()
+        ))
+    );
+    assert_eq!(plan.next, Next::After(Duration::from_secs(29 * DAY + 4 * 3600)));
+    // Written once: the next reconcile neither writes nor warns again.
+    let written: crate::api::certmanager::CertificateStatus =
+        serde_json::from_value(doc["status"].clone()).expect("a status");
+    let mut again = due_at_issuance();
+    again.certificate.status = Some(written);
+    let plan = decide(&again);
+    assert_eq!((plan.status, plan.event.is_none()), (None, true));
+    // Without the request's creation the issuance is unknown: cert-manager's time.
+    let mut unknown = due_at_issuance();
+    unknown.current_request = None;
+    let doc = decide(&unknown).status.expect("a status apply");
+    assert_eq!(doc["status"]["renewalTime"], "2026-01-01T10:00:00Z");
+}
+
+#[test]
+fn the_jitter_moves_the_written_renewal_time() {
+    let mut jittered = input(|i| {
+        i.certificate.metadata.uid = Some("6d1f1a52-5f8e-4c2b-9a77-0c3e2f1b8d41".into());
+        i.renewal_jitter = "0.1".parse().expect("a jitter");
+    });
+    // 10 % of 90 days x 3500197394 / 2^32 = 7d 8h 1m 47.6s before 2026-03-02, truncated.
+    let doc = decide(&jittered).status.expect("a status apply");
+    assert_eq!(doc["status"]["renewalTime"], "2026-02-22T15:58:12Z");
+    jittered.renewal_jitter = crate::certificates::renewal::Jitter::OFF;
+    let doc = decide(&jittered).status.expect("a status apply");
+    assert_eq!(doc["status"]["renewalTime"], "2026-03-02T00:00:00Z");
+}

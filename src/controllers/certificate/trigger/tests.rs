@@ -279,3 +279,52 @@ fn the_current_request_is_the_one_the_secret_holds() {
         "no Secret: the first"
     );
 }
+
+/// The trigger acts on the guarded time readiness writes: a renewal cert-manager would make
+/// due at issuance (renewBefore nearly the whole lifetime) waits for two thirds of the
+/// validity left at issuance, and is due once that has come.
+#[test]
+fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
+    let guarded = |now: &str, created: Option<&str>| {
+        facts(|f| {
+            f.input.certificate.spec.renew_before = Some("2150h".into());
+            f.input.now = at(now);
+            if let Some(request) = f.input.current_request.as_mut() {
+                request.metadata.creation_timestamp = created.map(|c| Time(at(c)));
+            }
+        })
+    };
+    let issued = Some("2026-01-01T12:00:00Z");
+    // cert-manager's time 2026-01-01T10:00; the guard's 2026-03-02T04:00.
+    let rows = [
+        (
+            "just after issuance: not due",
+            "2026-01-01T12:00:05Z",
+            issued,
+            None,
+        ),
+        (
+            "a second before the guarded time",
+            "2026-03-02T03:59:59Z",
+            issued,
+            None,
+        ),
+        (
+            "at the guarded time: renewing",
+            "2026-03-02T04:00:00Z",
+            issued,
+            Some("Renewing"),
+        ),
+        (
+            "no request: cert-manager's time",
+            "2026-01-01T12:00:05Z",
+            None,
+            Some("Renewing"),
+        ),
+    ];
+    for (row, now, created, want) in rows {
+        let plan = decide(&guarded(now, created));
+        let reason = applied_condition(&plan, "Issuing").map(|(_, r, _)| r);
+        assert_eq!(reason.as_deref(), want, "{row}");
+    }
+}
