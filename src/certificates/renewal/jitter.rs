@@ -65,7 +65,7 @@ impl Jitter {
         not_after: Timestamp,
         spread: u32,
     ) -> Timestamp {
-        let lifetime = i128::from(not_after.duration_since(not_before).as_nanos().max(0));
+        let lifetime = not_after.duration_since(not_before).as_nanos().max(0);
         let shift = lifetime * i128::from(self.millionths) * i128::from(spread) / (i128::from(MILLION) << 32);
         // At most half a lifetime, which fits a SignedDuration.
         let shift = SignedDuration::from_nanos(i64::try_from(shift).unwrap_or(i64::MAX));
