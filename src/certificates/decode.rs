@@ -102,9 +102,60 @@ const EC: &str = "1.2.840.10045.2.1";
 const ED25519: &str = "1.3.101.112";
 const DSA: &str = "1.2.840.10040.4.1";
 
+/// What the policy checks compare of a private key: its type and size, and its public half
+/// (an error when it has none to give).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyFacts {
+    pub spec: KeySpec,
+    pub public: Result<Vec<u8>, String>,
+}
+
+impl KeyFacts {
+    pub fn of(key: &Key) -> KeyFacts {
+        let public = rcgen::KeyPair::try_from(key.pkcs8_der())
+            .map(|pair| pair.public_key_raw().to_vec())
+            .map_err(|e| e.to_string());
+        KeyFacts {
+            spec: key.spec,
+            public,
+        }
+    }
+}
+
+/// Keys whose facts [`private_key_facts`] remembers; past it, it starts over.
+const KEY_FACTS_MAX: usize = 16_384;
+
+type FactsMemo = std::collections::HashMap<[u8; 32], KeyFacts>;
+
+/// [`private_key`]'s [`KeyFacts`], remembered by the SHA-256 of the PEM (never the key itself):
+/// decoding and checking a key, then deriving its public half, cost more than the rest of a
+/// policy check of a Ready Certificate (an RSA key's check most of all), and each look at an
+/// unchanged Secret would pay it again.
+pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
+    use sha2::{Digest, Sha256};
+    static MEMO: std::sync::LazyLock<std::sync::Mutex<FactsMemo>> = std::sync::LazyLock::new(Default::default);
+    let digest: [u8; 32] = Sha256::digest(bytes).into();
+    let lock = || MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(facts) = lock().get(&digest) {
+        return Ok(facts.clone());
+    }
+    let facts = KeyFacts::of(&private_key(bytes)?);
+    let mut memo = lock();
+    if memo.len() >= KEY_FACTS_MAX {
+        memo.clear();
+    }
+    memo.insert(digest, facts.clone());
+    Ok(facts)
+}
+
 /// Whether the public key `public` (from a certificate or CSR) is the public half of `key`;
 /// an error when `public` is of an algorithm cert-manager cannot compare.
 pub fn public_keys_equal(public: &SubjectPublicKeyInfo<'_>, key: &Key) -> Result<bool, String> {
+    public_key_is(public, &KeyFacts::of(key))
+}
+
+/// [`public_keys_equal`], for a key's [`KeyFacts`].
+pub fn public_key_is(public: &SubjectPublicKeyInfo<'_>, key: &KeyFacts) -> Result<bool, String> {
     let algorithm = public.algorithm.algorithm.to_id_string();
     let expected = match key.spec {
         KeySpec::Rsa(_) => RSA,
@@ -120,8 +171,8 @@ pub fn public_keys_equal(public: &SubjectPublicKeyInfo<'_>, key: &Key) -> Result
     if algorithm != expected {
         return Ok(false);
     }
-    let pair = rcgen::KeyPair::try_from(key.pkcs8_der()).map_err(|e| e.to_string())?;
-    Ok(pair.public_key_raw() == public.subject_public_key.data.as_ref())
+    let raw = key.public.as_ref().map_err(Clone::clone)?;
+    Ok(raw.as_slice() == public.subject_public_key.data.as_ref())
 }
 
 #[cfg(test)]

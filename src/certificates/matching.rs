@@ -43,13 +43,13 @@ pub enum MatchError {
 /// The spec fields the key does not satisfy: `spec.privateKey.algorithm` when it is of another
 /// algorithm, else `spec.privateKey.size` when its size differs (defaults RSA 2048, ECDSA 256).
 /// An algorithm the spec validation would refuse counts as an algorithm mismatch.
-pub fn private_key_matches_spec(key: &Key, spec: &CertificateSpec) -> Vec<String> {
+pub fn private_key_matches_spec(key: KeySpec, spec: &CertificateSpec) -> Vec<String> {
     let (algorithm, size) = spec
         .private_key
         .as_ref()
         .map_or(("", 0), |k| (k.algorithm.as_str(), k.size));
     let wanted = |default: i64| if size > 0 { size } else { default };
-    let violation = match (algorithm, key.spec) {
+    let violation = match (algorithm, key) {
         ("" | "RSA", KeySpec::Rsa(bits)) => (i64::from(bits) != wanted(2048)).then_some("size"),
         ("ECDSA", KeySpec::Ecdsa(bits)) => (i64::from(bits) != wanted(256)).then_some("size"),
         ("Ed25519", KeySpec::Ed25519) => None,

@@ -32,7 +32,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
 
-pub use self::wiring::{StandaloneWatches, controllers};
+pub use self::wiring::{Indexes, StandaloneWatches, controllers};
 pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
@@ -55,16 +55,71 @@ pub struct CertificateContext {
     pub secrets: Store<Secret>,
     /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
     pub secret_names: SecretIndex,
+    /// Requests and key Secrets by owner, Certificates by the Secrets they name.
+    pub indexes: Indexes,
     pub events: Events,
     backoff: Backoff<String>,
+    acted: Acted,
+}
+
+/// Per controller and Certificate (UID), the resourceVersion of the cached Certificate the
+/// controller's last status write was based on, until the cache shows a newer one. A reconcile
+/// of that same copy (woken by a Secret or request event that overtook the Certificate's own)
+/// would decide on a status the controller has already changed, and write it again: skipped,
+/// the write's own watch event brings the Certificate back.
+#[derive(Default)]
+struct Acted(std::sync::Mutex<std::collections::HashMap<(&'static str, String), String>>);
+
+/// Entries beyond which [`Acted`] starts over: an entry normally lives one watch round trip,
+/// but one for a Certificate deleted in that time would stay.
+const ACTED_MAX: usize = 65_536;
+
+impl Acted {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(&'static str, String), String>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether `crt` is the copy `manager` has already written on.
+    fn stale(&self, manager: FieldManager, crt: &Certificate) -> bool {
+        let (Some(uid), Some(version)) = (&crt.metadata.uid, &crt.metadata.resource_version) else {
+            return false;
+        };
+        let mut acted = self.lock();
+        let key = (manager.as_str(), uid.clone());
+        match acted.get(&key) {
+            Some(based_on) if based_on == version => true,
+            Some(_) => {
+                acted.remove(&key);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// `manager` changed `crt` (its status apply returned `written`).
+    fn record(&self, manager: FieldManager, crt: &Certificate, written: Option<&str>) {
+        let (Some(uid), Some(version)) = (&crt.metadata.uid, &crt.metadata.resource_version) else {
+            return;
+        };
+        if written.is_none_or(|w| w == version) {
+            return;
+        }
+        let mut acted = self.lock();
+        if acted.len() >= ACTED_MAX {
+            acted.clear();
+        }
+        acted.insert((manager.as_str(), uid.clone()), version.clone());
+    }
 }
 
 impl CertificateContext {
     pub fn new(
         shared: Arc<Shared>,
         settings: Settings,
-        (certificates, requests, secrets): (Store<Certificate>, Store<CertificateRequest>, Store<Secret>),
+        stores: (Store<Certificate>, Store<CertificateRequest>, Store<Secret>),
     ) -> Self {
+        let indexes = Indexes::of(&stores);
+        let (certificates, requests, secrets) = stores;
         CertificateContext {
             events: Events::per_event(shared.client.clone(), shared.clock.clone()),
             shared,
@@ -73,13 +128,21 @@ impl CertificateContext {
             requests,
             secrets,
             secret_names: SecretIndex::default(),
+            indexes,
             backoff: backoff::per_object(),
+            acted: Acted::default(),
         }
     }
 
     /// The requeue after a failed reconcile of `key`, growing per failure.
     pub fn retry(&self, key: String) -> Action {
         Action::requeue(self.backoff.next(key))
+    }
+
+    /// Whether the controller writing as `manager` acts on `crt` now: ours, not being deleted,
+    /// and not the copy it has already written on ([`Acted`]).
+    pub fn acts_on(&self, manager: FieldManager, crt: &Certificate) -> bool {
+        acts_on(crt) && !self.acted.stale(manager, crt)
     }
 
     /// Forgets the failures of `key` after a reconcile that went through.
@@ -102,7 +165,8 @@ pub async fn execute<W>(
         manager,
         events: &ctx.events,
     };
-    let (_, next) = plan::execute(target, plan).await?;
+    let (written, next) = plan::execute(target, plan).await?;
+    ctx.acted.record(manager, crt, written.as_deref());
     Ok(next)
 }
 

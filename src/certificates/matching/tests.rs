@@ -376,7 +376,7 @@ fn private_key_matches_spec_names_algorithm_or_size() {
     ];
     for (name, key, spec, expected) in table {
         let spec = spec.map_or_else(CertificateSpec::default, |(a, n)| with_key(a, n));
-        assert_eq!(private_key_matches_spec(key, &spec), s(expected), "{name}");
+        assert_eq!(private_key_matches_spec(key.spec, &spec), s(expected), "{name}");
     }
 }
 

@@ -17,12 +17,11 @@ use super::{Violation, reason};
 use crate::api::certmanager::{
     Certificate, CertificateRequest, issuer_group_or_default, issuer_kind_or_default,
 };
-use crate::certificates::decode::{self, DecodeError};
+use crate::certificates::decode::{self, DecodeError, KeyFacts};
 use crate::certificates::go::{self, list as go_list, rfc1123};
 use crate::certificates::keys::{annotation, data};
 use crate::certificates::matching;
 use crate::certificates::renewal::{self, Jitter, Planned, Renewal, RenewalError};
-use crate::pki::keys::Key;
 
 /// What the checks look at: the Certificate, its Secret (if it exists), the CertificateRequest
 /// of the current revision and the one being issued (if any), the time now, and the renewal
@@ -58,11 +57,11 @@ impl Input {
         data.get(key).map(|ByteString(bytes)| bytes.as_slice())
     }
 
-    /// The Secret's `tls.key`, decoded; `None` when there is no Secret.
-    fn private_key(&self) -> Option<Result<Key, Violation>> {
+    /// What the Secret's `tls.key` says of itself; `None` when there is no Secret.
+    fn private_key(&self) -> Option<Result<KeyFacts, Violation>> {
         self.secret.as_ref()?;
         Some(
-            decode::private_key(self.data(data::TLS_KEY).unwrap_or_default()).map_err(|err| {
+            decode::private_key_facts(self.data(data::TLS_KEY).unwrap_or_default()).map_err(|err| {
                 Violation::new(
                     reason::INVALID_KEY_PAIR,
                     format!("Issuing certificate as Secret contains invalid private key data: {err}"),
@@ -143,7 +142,7 @@ pub fn secret_is_missing_data(input: &Input) -> Option<Violation> {
 pub fn secret_public_keys_differ(input: &Input) -> Option<Violation> {
     let key = decoded!(input.private_key());
     with_certificate(input, |cert| {
-        match decode::public_keys_equal(cert.public_key(), &key) {
+        match decode::public_key_is(cert.public_key(), &key) {
             Err(err) => Some(Violation::new(
                 reason::INVALID_KEY_PAIR,
                 format!("Secret contains an invalid key-pair: {err}"),
@@ -190,7 +189,7 @@ pub fn secret_certificate_name_annotations_mismatch(input: &Input) -> Option<Vio
 
 pub fn secret_private_key_mismatches_spec(input: &Input) -> Option<Violation> {
     let key = decoded!(input.private_key());
-    let violations = matching::private_key_matches_spec(&key, &input.certificate.spec);
+    let violations = matching::private_key_matches_spec(key.spec, &input.certificate.spec);
     (!violations.is_empty()).then(|| {
         Violation::new(
             reason::SECRET_MISMATCH,
@@ -218,7 +217,7 @@ pub fn secret_public_key_differs_from_current_certificate_request(input: &Input)
             return invalid_request(format!("Failed to decode current CertificateRequest: {err}"));
         }
     };
-    match decode::public_keys_equal(&csr.certification_request_info.subject_pki, &key) {
+    match decode::public_key_is(&csr.certification_request_info.subject_pki, &key) {
         Err(err) => invalid_request(format!("CertificateRequest's public key is invalid: {err}")),
         Ok(false) => Some(Violation::new(
             reason::SECRET_MISMATCH,

@@ -16,7 +16,7 @@ use std::time::Duration;
 use kube::runtime::controller::Action;
 
 use self::decide::Facts;
-use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry, observe as seen};
+use super::{CertificateContext, Error, computed, execute, log_and_retry, observe as seen};
 use crate::api::certmanager::Certificate;
 use crate::controllers::kit::plan::requeue;
 use crate::controllers::kit::status::FieldManager;
@@ -24,7 +24,7 @@ use crate::controllers::kit::status::FieldManager;
 const NAME: &str = "issuing";
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::ISSUING, &crt) {
         return Ok(Action::await_change());
     }
     let (_, key) = seen::next_key(&ctx, &crt);

@@ -18,7 +18,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::status::document;
-use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry, observe};
+use super::{CertificateContext, Error, computed, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
@@ -140,7 +140,7 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> FullPlan<
     let Ok(key) = Key::from_pem(secret_key(secret)) else {
         return delete(None);
     };
-    let violations = private_key_matches_spec(&key, &facts.certificate.spec);
+    let violations = private_key_matches_spec(key.spec, &facts.certificate.spec);
     if violations.is_empty() {
         return FullPlan::idle(Next::AwaitChange);
     }
@@ -215,7 +215,7 @@ fn reuse(facts: &Facts<'_>, new: NewKey<'_>, pem: &[u8]) -> FullPlan<KeyNeeded> 
             Some(Notice::warning("DecodeFailed", "KeyManager", &note)),
         );
     };
-    let violations = private_key_matches_spec(&key, &crt.spec);
+    let violations = private_key_matches_spec(key.spec, &crt.spec);
     if !violations.is_empty() {
         let note = format!(
             "User intervention required: existing private key in Secret {secret_name:?} does not match requirements on Certificate resource, mismatching fields: {}, but cert-manager cannot create new private key as the Certificate's .spec.privateKey.rotationPolicy is unset or set to Never. To allow cert-manager to create a new private key you can set .spec.privateKey.rotationPolicy to 'Always' (this will result in the private key being regenerated every time a cert is renewed) ",
@@ -279,7 +279,7 @@ pub fn key_secret(crt: &Certificate, name: &str, pem: Vec<u8>) -> Secret {
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::KEY_MANAGER, &crt) {
         return Ok(Action::await_change());
     }
     let owned = observe::next_key_secrets(&ctx, &crt);

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
 use super::{CertificateContext, Error};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::{annotation, label};
 use crate::certificates::policy::checks::Input;
+use crate::controllers::kit::index::Index;
 
 /// Whether standalone mode acts on `crt`: its issuerRef names our group.
 pub fn is_ours(crt: &Certificate) -> bool {
@@ -47,14 +48,41 @@ pub fn next_revision(crt: &Certificate) -> i64 {
     current_revision(crt).saturating_add(1)
 }
 
-/// The requests `crt` controls, from the cache.
+/// The requests `crt` controls, from the cache, by name.
 pub fn owned_requests(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<CertificateRequest>> {
-    let namespace = crt.namespace();
-    ctx.requests
-        .state()
-        .into_iter()
-        .filter(|cr| cr.namespace() == namespace && controlled_by(&cr.metadata, crt))
+    owned(&ctx.requests, &ctx.indexes.requests, crt)
+        .filter(|cr| controlled_by(&cr.metadata, crt))
         .collect()
+}
+
+/// The Certificates of `crt`'s namespace that name its `secretName` (itself included), from
+/// the cache.
+pub fn naming_secret(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<Certificate>> {
+    let namespace = crt.namespace().unwrap_or_default();
+    let names = ctx.indexes.certificates.get(&namespace, &crt.spec.secret_name);
+    names
+        .into_iter()
+        .filter_map(|name| ctx.certificates.get(&ObjectRef::new(&name).within(&namespace)))
+        .collect()
+}
+
+/// The objects `index` files under `crt`'s UID, from `store`.
+fn owned<'a, K>(
+    store: &'a Store<K>,
+    index: &Index<K>,
+    crt: &Certificate,
+) -> impl Iterator<Item = Arc<K>> + use<'a, K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    let namespace = crt.namespace().unwrap_or_default();
+    let names = match crt.metadata.uid.as_deref() {
+        Some(uid) => index.get(&namespace, uid),
+        None => Vec::new(),
+    };
+    names
+        .into_iter()
+        .filter_map(move |name| store.get(&ObjectRef::new(&name).within(&namespace)))
 }
 
 /// The first of `requests` made for `revision`.
@@ -85,11 +113,8 @@ pub fn is_next_key_of(secret: &Secret, crt: &Certificate) -> bool {
 
 /// `crt`'s next-private-key Secrets, from the cache.
 pub fn next_key_secrets(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<Secret>> {
-    let namespace = crt.namespace();
-    ctx.secrets
-        .state()
-        .into_iter()
-        .filter(|s| s.namespace() == namespace && is_next_key_of(s, crt))
+    owned(&ctx.secrets, &ctx.indexes.key_secrets, crt)
+        .filter(|s| is_next_key_of(s, crt))
         .collect()
 }
 

@@ -12,7 +12,7 @@ use kube::runtime::controller::Action;
 use serde_json::{Map, Value, json};
 
 use super::status::{Times, condition, document, time, times};
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
+use super::{CertificateContext, Error, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, READY};
 use crate::certificates::policy::checks::Input;
 use crate::certificates::policy::{chains::READINESS, evaluate, reason};
@@ -127,7 +127,7 @@ fn already_says(crt: &Certificate, doc: &Map<String, Value>) -> bool {
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::READINESS, &crt) {
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);

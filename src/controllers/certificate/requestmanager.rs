@@ -16,7 +16,7 @@ use kube::runtime::controller::Action;
 
 pub use self::build::{annotations_to_copy, request, request_name};
 use super::observe::{self, next_revision, revision_of};
-use super::{CertificateContext, Error, acts_on, computed, execute, log_and_retry};
+use super::{CertificateContext, Error, computed, execute, log_and_retry};
 use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
@@ -52,7 +52,7 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     let Some(key) = facts.next_key else {
         return idle;
     };
-    if !private_key_matches_spec(key, &crt.spec).is_empty() {
+    if !private_key_matches_spec(key.spec, &crt.spec).is_empty() {
         return idle;
     }
     let next = next_revision(crt);
@@ -130,7 +130,7 @@ pub fn failed_before_issuing(crt: &Certificate, cr: &CertificateRequest) -> bool
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::REQUEST_MANAGER, &crt) {
         return Ok(Action::await_change());
     }
     let (secret, key) = observe::next_key(&ctx, &crt);

@@ -7,7 +7,7 @@ use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
 use super::observe::{self, revision_of};
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry};
+use super::{CertificateContext, Error, execute, log_and_retry};
 use crate::api::certmanager::{Certificate, CertificateRequest, READY};
 use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write, requeue};
 use crate::controllers::kit::status::FieldManager;
@@ -36,7 +36,7 @@ pub fn decide(crt: &Certificate, requests: &[&CertificateRequest]) -> FullPlan<(
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::REVISION_MANAGER, &crt) {
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);

@@ -14,7 +14,7 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::status::{condition, document};
-use super::{CertificateContext, Error, acts_on, execute, log_and_retry, observe};
+use super::{CertificateContext, Error, execute, log_and_retry, observe};
 use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::matching::request_matches_spec;
 use crate::certificates::policy::checks::{Input, go_time};
@@ -135,7 +135,7 @@ pub fn owns_secret(crt: &Certificate, others: &[Arc<Certificate>], secret: Optio
 }
 
 pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
-    if !acts_on(&crt) {
+    if !ctx.acts_on(FieldManager::TRIGGER, &crt) {
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);
@@ -161,7 +161,7 @@ fn facts(
     secret: Option<Secret>,
     requests: &[Arc<crate::api::certmanager::CertificateRequest>],
 ) -> Facts {
-    let owns_secret = owns_secret(crt, &ctx.certificates.state(), secret.as_ref());
+    let owns_secret = owns_secret(crt, &observe::naming_secret(ctx, crt), secret.as_ref());
     let mut input = observe::chain_input(crt, secret, requests, ctx.shared.now());
     input.renewal_jitter = ctx.settings.renewal_jitter;
     Facts {

@@ -22,16 +22,53 @@ use super::{
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
+use crate::controllers::kit::status::FieldManager;
+use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
 use crate::controllers::kit::size::watch_config;
 use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
 
-/// The two watches standalone mode adds.
+/// The two watches standalone mode adds, and the indexes beside their stores.
 pub struct StandaloneWatches {
     pub certificates: Watched<Certificate>,
     pub secrets: Watched<Secret>,
+    pub indexes: Indexes,
+}
+
+/// How the Certificate controllers find related objects without scanning a store.
+#[derive(Clone)]
+pub struct Indexes {
+    /// CertificateRequests by the UID of their controlling Certificate.
+    pub requests: Index<CertificateRequest>,
+    /// Cached Secrets by the UID of their controlling Certificate (next-key Secrets).
+    pub key_secrets: Index<Secret>,
+    /// Certificates by the Secrets they name ([`named_secrets`]).
+    pub certificates: Index<Certificate>,
+}
+
+impl Default for Indexes {
+    fn default() -> Self {
+        Indexes {
+            requests: Index::new(|cr| controller_uid(&cr.metadata, "Certificate")),
+            key_secrets: Index::new(|s| controller_uid(&s.metadata, "Certificate")),
+            certificates: Index::new(named_secrets),
+        }
+    }
+}
+
+impl Indexes {
+    /// Indexes of what `stores` hold now.
+    pub fn of(
+        (certificates, requests, secrets): &(Store<Certificate>, Store<CertificateRequest>, Store<Secret>),
+    ) -> Self {
+        let indexes = Indexes::default();
+        indexes.certificates.extend(certificates.state());
+        indexes.requests.extend(requests.state());
+        indexes.key_secrets.extend(secrets.state());
+        indexes
+    }
 }
 
 type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Action, Error>>;
@@ -47,6 +84,10 @@ pub fn controllers(
     let watches = StandaloneWatches {
         certificates: Watched::new(4096),
         secrets: Watched::new(4096),
+        indexes: Indexes {
+            requests: wiring.request_owners.clone(),
+            ..Indexes::default()
+        },
     };
     let stores = (
         watches.certificates.store.clone(),
@@ -57,6 +98,7 @@ pub fn controllers(
     let scope = shared.config.scope.clone();
     let mut ctx = CertificateContext::new(shared, settings, stores);
     ctx.secret_names = wiring.secrets.index();
+    ctx.indexes = watches.indexes.clone();
     let ctx = Arc::new(ctx);
     let lifecycle: [(Reconcile, ErrorPolicy); 6] = [
         (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
@@ -98,16 +140,20 @@ fn certificate_controller(
 ) -> BoxFuture<'static, ()> {
     let store = watches.certificates.store.clone();
     let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store.clone());
+    let (index, meta_index) = (
+        watches.indexes.certificates.clone(),
+        watches.indexes.certificates.clone(),
+    );
     let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
         .with_config(wiring.config.clone())
         .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
             owner_of(&for_requests, &cr.metadata)
         })
         .watches_shared_stream(watches.secrets.subscribe(), move |s: Arc<Secret>| {
-            certificates_for_secret(&for_secrets, &s.metadata)
+            certificates_for_secret(&for_secrets, &index, &s.metadata)
         })
         .watches_shared_stream(meta, move |s: Arc<SecretMeta>| {
-            certificates_for_secret(&for_meta, &s.metadata)
+            certificates_for_secret(&for_meta, &meta_index, &s.metadata)
         })
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(reconcile, error_policy, ctx);
@@ -145,22 +191,23 @@ fn owner_of(
 /// those naming it as `secretName`, and those whose keystores take their password from it.
 pub fn certificates_for_secret(
     store: &Store<Certificate>,
+    index: &Index<Certificate>,
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Vec<ObjectRef<Certificate>> {
     let (Some(namespace), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
         return Vec::new();
     };
-    let mut out: Vec<ObjectRef<Certificate>> = store
-        .state()
-        .iter()
-        .filter(|c| c.namespace().as_deref() == Some(namespace) && names_secret(c, name))
-        .map(|c| ObjectRef::from_obj(&**c))
+    let mut out: Vec<ObjectRef<Certificate>> = index
+        .get(namespace, name)
+        .into_iter()
+        .map(|c| ObjectRef::new(&c).within(namespace))
         .collect();
     out.extend(owner_of(store, meta));
     out
 }
 
-fn names_secret(crt: &Certificate, name: &str) -> bool {
+/// The Secrets a Certificate names: `secretName`, and its keystores' password Secrets.
+pub fn named_secrets(crt: &Certificate) -> Vec<String> {
     let stores = crt.spec.keystores.as_ref();
     let password_refs = [
         stores
@@ -170,37 +217,45 @@ fn names_secret(crt: &Certificate, name: &str) -> bool {
             .and_then(|k| k.jks.as_ref())
             .and_then(|j| j.password_secret_ref.as_ref()),
     ];
-    crt.spec.secret_name == name || password_refs.iter().flatten().any(|r| r.name == name)
+    let mut names: Vec<String> = std::iter::once(crt.spec.secret_name.clone())
+        .chain(password_refs.iter().flatten().map(|r| r.name.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// Runs the two watches until the process ends.
 fn watch(client: &kube::Client, scope: &Scope, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
     let fao = watch_config().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
+    let indexes = watches.indexes;
     future::join(
         reflect_with(
             scope.apis::<Certificate>(client),
             watch_config(),
             watches.certificates.into_writer(),
-            ours_only,
+            indexes.certificates.following(ours_only),
         ),
         reflect_with(
             scope.apis::<Secret>(client),
             fao,
             watches.secrets.into_writer(),
-            cacheable_only,
+            indexes.key_secrets.following(cacheable_only),
         ),
     )
     .map(drop)
     .boxed()
 }
 
-/// Keeps only Certificates for our issuers in the store; one that stops being ours leaves it.
+/// Keeps only Certificates for our issuers in the store, without their managedFields (no
+/// controller reads them); one that stops being ours leaves it.
 fn ours_only(event: watcher::Event<Certificate>) -> Option<watcher::Event<Certificate>> {
-    match event {
-        watcher::Event::Apply(crt) if !is_ours(&crt) => Some(watcher::Event::Delete(crt)),
-        watcher::Event::InitApply(crt) if !is_ours(&crt) => None,
-        event => Some(event),
-    }
+    let event = match event {
+        watcher::Event::Apply(crt) if !is_ours(&crt) => watcher::Event::Delete(crt),
+        watcher::Event::InitApply(crt) if !is_ours(&crt) => return None,
+        event => event,
+    };
+    Some(event.modify(|crt| crt.metadata.managed_fields = None))
 }
 
 /// The most a cached Secret may hold: its data, and its metadata. An issued Secret with every
@@ -212,10 +267,19 @@ const MAX_SECRET_METADATA: usize = 64 * 1024;
 /// or next-key Secrets) of a bounded size: anyone may label a Secret. One the store does not
 /// hold is read live when a Certificate names it (`observe::secret_named`).
 fn cacheable_only(event: watcher::Event<Secret>) -> Option<watcher::Event<Secret>> {
-    match event {
-        watcher::Event::Apply(secret) if !cacheable(&secret) => Some(watcher::Event::Delete(secret)),
-        watcher::Event::InitApply(secret) if !cacheable(&secret) => None,
-        event => Some(event),
+    let event = match event {
+        watcher::Event::Apply(secret) if !cacheable(&secret) => watcher::Event::Delete(secret),
+        watcher::Event::InitApply(secret) if !cacheable(&secret) => return None,
+        event => event,
+    };
+    Some(event.modify(only_issuing_fields))
+}
+
+/// Drops the managedFields entries of other managers than the issuing controller's, the only
+/// ones read (`certificates::secret` compares what issuing owns with what the spec asks).
+fn only_issuing_fields(secret: &mut Secret) {
+    if let Some(entries) = secret.metadata.managed_fields.as_mut() {
+        entries.retain(|e| e.manager.as_deref() == Some(FieldManager::ISSUING.as_str()));
     }
 }
 

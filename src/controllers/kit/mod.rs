@@ -1,16 +1,18 @@
 //! The kit every controller is built from: settings ([`config`]), what all of them share
 //! ([`shared`]), the plan and its one executor ([`plan`]) with the object writes a plan can
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
-//! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]), the
-//! Secret metadata feed ([`secrets`]), object sizes ([`size`]), tenants' fair shares of the
-//! reconcile slots ([`shares`]), the served namespaces and their watches ([`scope`]) and the pool expensive crypto runs on ([`crypto`]). It uses
-//! nothing else of `controllers`.
+//! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
+//! indexes kept beside their stores ([`index`]), the Secret metadata feed ([`secrets`]), object
+//! sizes ([`size`]), tenants' fair shares of the reconcile slots ([`shares`]), the served
+//! namespaces and their watches ([`scope`]) and the pool expensive crypto runs on
+//! ([`crypto`]). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod events;
+pub mod index;
 pub mod plan;
 pub mod scope;
 pub mod secrets;

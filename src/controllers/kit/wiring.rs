@@ -14,6 +14,7 @@ use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::scope::{self, Present, Scoped};
+use super::index::{Index, controller_uid};
 use super::secrets::SecretFeed;
 use super::size::watch_config;
 
@@ -58,6 +59,8 @@ pub struct Wiring {
     pub issuers: Watched<crate::api::Issuer>,
     pub cluster_issuers: Watched<crate::api::ClusterIssuer>,
     pub requests: Watched<crate::api::certmanager::CertificateRequest>,
+    /// The requests in `requests`' store by the UID of their controlling Certificate.
+    pub request_owners: Index<crate::api::certmanager::CertificateRequest>,
     pub secrets: SecretFeed,
 }
 
@@ -69,6 +72,7 @@ impl Wiring {
             issuers: Watched::new(1024),
             cluster_issuers: Watched::new(1024),
             requests: Watched::new(4096),
+            request_owners: Index::new(|cr| controller_uid(&cr.metadata, "Certificate")),
             secrets: SecretFeed::default(),
         }
     }

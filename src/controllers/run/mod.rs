@@ -162,7 +162,9 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
         reflect(
             scope.apis::<CertificateRequest>(client),
             wiring.requests.into_writer(),
-            move |event| certificaterequest::watch::request_event(event, &requests, &mut relist),
+            wiring.request_owners.following(move |event| {
+                certificaterequest::watch::request_event(event, &requests, &mut relist)
+            }),
         ),
         wiring.secrets.run(client.clone(), secrets),
     )

@@ -214,7 +214,7 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     let crt = facts.certificate;
     let Some(key) = facts
         .next_key
-        .filter(|k| private_key_matches_spec(k, &crt.spec).is_empty())
+        .filter(|k| private_key_matches_spec(k.spec, &crt.spec).is_empty())
     else {
         return Decision::idle();
     };
