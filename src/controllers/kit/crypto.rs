@@ -2,13 +2,15 @@
 //! signing a CSR with it, encoding and checking keystores) runs here, off the one runtime
 //! thread that also answers `/healthz` and renews the leader Lease.
 //!
-//! Work runs on Tokio's blocking threads under two limits: at most `slots` jobs at once (the
-//! number of CPUs, at least 2), and at most one job per namespace. A namespace's further jobs
-//! wait for its own one, before they take a place in the queue for a slot; that queue is first
-//! come, first served (Tokio's semaphores are fair). So one tenant's work never takes more than
-//! one slot, and another tenant's job waits at most for one job of each namespace queued
-//! before it. A job whose caller stops waiting still runs to its end (a blocking thread cannot
-//! be interrupted) and holds its slot until then: the limits count what really runs.
+//! Work runs on Tokio's blocking threads under two limits: at most `slots` jobs at once (one
+//! more than the CPUs, at least 3), and at most `slots - 1` per namespace. A namespace's
+//! further jobs wait in its lane before they take a place in the queue for a slot; that queue
+//! is first come, first served (Tokio's semaphores are fair). So a tenant alone keeps every
+//! CPU busy (a burst of RSA keys in one namespace is made on all cores), one slot always
+//! remains for the others, and another tenant's job waits at most for the jobs queued before
+//! it, at most `slots - 1` of each namespace. A job whose caller stops waiting still runs to
+//! its end (a blocking thread cannot be interrupted) and holds its slot until then: the limits
+//! count what really runs.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -31,7 +33,8 @@ pub enum CryptoError {
 pub struct CryptoPool {
     slots: Arc<Semaphore>,
     total: usize,
-    /// Each namespace's one-job lane; dropped once no job of the namespace holds or waits for it.
+    /// Each namespace's lane of `total - 1` jobs (at least 1); dropped once no job of the
+    /// namespace holds or waits for it.
     lanes: Mutex<HashMap<String, Weak<Semaphore>>>,
 }
 
@@ -46,10 +49,16 @@ impl CryptoPool {
         }
     }
 
-    /// A pool with one slot per CPU, at least 2 (one tenant's job never holds the only one).
+    /// A pool with a slot per CPU and one more, at least 3: one tenant alone uses every CPU,
+    /// and never holds the last slot.
     pub fn for_this_machine() -> Self {
         let cpus = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-        Self::new(cpus.max(2))
+        Self::new(cpus.max(2) + 1)
+    }
+
+    /// How many jobs of one namespace may run at once.
+    fn lane_width(&self) -> usize {
+        self.total.saturating_sub(1).max(1)
     }
 
     /// How many jobs may run at once.
@@ -57,8 +66,8 @@ impl CryptoPool {
         self.total
     }
 
-    /// Runs `work` on a blocking thread once `namespace` has no other job running and a slot
-    /// is free; its result.
+    /// Runs `work` on a blocking thread once `namespace` has a place in its lane and a slot is
+    /// free; its result.
     pub async fn run<T, F>(&self, namespace: &str, work: F) -> Result<T, CryptoError>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -87,7 +96,7 @@ impl CryptoPool {
             return lane;
         }
         lanes.retain(|_, lane| lane.strong_count() > 0);
-        let lane = Arc::new(Semaphore::new(1));
+        let lane = Arc::new(Semaphore::new(self.lane_width()));
         lanes.insert(namespace.to_string(), Arc::downgrade(&lane));
         lane
     }

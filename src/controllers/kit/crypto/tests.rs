@@ -42,7 +42,7 @@ fn quick(pool: &Arc<CryptoPool>, namespace: &str) -> JoinHandle<Result<u8, Crypt
 /// With `busy` namespaces each holding a job, whether a job of `then` runs at once; it runs
 /// once they are released, in every row.
 #[tokio::test]
-async fn slots_and_one_job_per_namespace() {
+async fn slots_and_lanes() {
     struct Row {
         name: &'static str,
         slots: usize,
@@ -84,6 +84,27 @@ async fn slots_and_one_job_per_namespace() {
             slots: 4,
             busy: &["a", "b"],
             then: "c",
+            runs_now: true,
+        },
+        Row {
+            name: "three slots: a tenant alone runs two jobs",
+            slots: 3,
+            busy: &["a"],
+            then: "a",
+            runs_now: true,
+        },
+        Row {
+            name: "three slots: a tenant's third job waits, a slot free or not",
+            slots: 3,
+            busy: &["a", "a"],
+            then: "a",
+            runs_now: false,
+        },
+        Row {
+            name: "three slots: the last one is another tenant's",
+            slots: 3,
+            busy: &["a", "a"],
+            then: "b",
             runs_now: true,
         },
         Row {
@@ -143,6 +164,6 @@ async fn panicking_work_is_an_error_and_frees_its_slot() {
 }
 
 #[test]
-fn this_machine_has_at_least_two_slots() {
-    assert!(CryptoPool::for_this_machine().slots() >= 2);
+fn this_machine_has_at_least_three_slots() {
+    assert!(CryptoPool::for_this_machine().slots() >= 3);
 }
