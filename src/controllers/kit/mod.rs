@@ -3,7 +3,7 @@
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]), the
 //! Secret metadata feed ([`secrets`]), object sizes ([`size`]), tenants' fair shares of the
-//! reconcile slots ([`shares`]), the served namespaces and their watches ([`scope`]) and the pool expensive crypto runs on ([`crypto`]). It uses
+//! reconcile slots ([`shares`]), the served namespaces and their watches ([`scope`]), the issuance budget's rate ([`rate`]) and the pool expensive crypto runs on ([`crypto`]). It uses
 //! nothing else of `controllers`.
 
 pub mod backoff;
@@ -12,6 +12,7 @@ pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod plan;
+pub mod rate;
 pub mod scope;
 pub mod secrets;
 pub mod shared;
