@@ -37,24 +37,34 @@ impl Rate {
 impl std::str::FromStr for Rate {
     type Err = RateError;
 
-    /// A decimal number of signs per second, down to thousandths.
+    /// A decimal number of signs per second (`5`, `0.5`); digits past the thousandths are
+    /// dropped.
     fn from_str(text: &str) -> Result<Rate, RateError> {
-        let value: f64 = text
-            .trim()
-            .parse()
-            .map_err(|_| RateError::NotANumber(text.to_string()))?;
-        if !value.is_finite() || value < 0.0 {
-            return Err(RateError::NotANumber(text.to_string()));
+        let not_a_number = || RateError::NotANumber(text.to_string());
+        let trimmed = text.trim();
+        let (whole, fraction) = trimmed.split_once('.').unwrap_or((trimmed, ""));
+        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+        if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
+            return Err(not_a_number());
         }
-        if value > 1_000_000.0 {
+        let whole: u64 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| RateError::TooLarge(text.to_string()))?
+        };
+        if whole > 1_000_000 {
             return Err(RateError::TooLarge(text.to_string()));
         }
-        // Bounded above, so the cast is exact enough and cannot overflow.
-        let milli = (value * 1000.0).round() as u64;
-        if milli == 0 {
+        let thousandths = format!("{fraction:0<3}");
+        let milli: u64 = thousandths[..3].parse().map_err(|_| not_a_number())?;
+        let rate = whole * 1000 + milli;
+        if rate == 0 {
             return Err(RateError::TooSmall(text.to_string()));
         }
-        Ok(Rate(milli))
+        if rate > 1_000_000_000 {
+            return Err(RateError::TooLarge(text.to_string()));
+        }
+        Ok(Rate(rate))
     }
 }
 

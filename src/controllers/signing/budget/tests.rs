@@ -52,7 +52,13 @@ fn rates_parse_and_print() {
         ("-1", RateError::NotANumber("-1".into())),
         ("five", RateError::NotANumber("five".into())),
         ("NaN", RateError::NotANumber("NaN".into())),
-        ("1e7", RateError::TooLarge("1e7".into())),
+        ("1e7", RateError::NotANumber("1e7".into())),
+        ("1000000.5", RateError::TooLarge("1000000.5".into())),
+        (
+            "99999999999999999999999",
+            RateError::TooLarge("99999999999999999999999".into()),
+        ),
+        (".", RateError::NotANumber(".".into())),
     ];
     for (text, want) in bad {
         assert_eq!(text.parse::<Rate>(), Err(want), "{text}");
@@ -203,7 +209,7 @@ fn a_mass_reissue_keeps_the_rate_and_the_order() {
         due.retain(|d| *d != (ms, i));
         match bucket.turn(FIVE, &waiters[i], at(ms)) {
             Turn::Go => signed.push((ms, i)),
-            Turn::Wait(w) => due.push((ms + w.after.as_millis() as i64 + 3, i)),
+            Turn::Wait(w) => due.push((ms + i64::try_from(w.after.as_millis()).unwrap() + 3, i)),
         }
     }
     assert_eq!(signed.len(), 40);
