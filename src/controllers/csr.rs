@@ -61,6 +61,7 @@ impl CsrContext {
     pub fn follow(&self, event: &watcher::Event<CertificateSigningRequest>, relist: &mut Relist) {
         if let watcher::Event::Delete(csr) = event {
             self.core.ledger.forget(&key(csr));
+            self.core.signer.budget.forget(&key(csr));
         }
         if let Some(live) = relist.observe(event, |csr| Some(key(csr))) {
             self.core.ledger.retain(&live);
