@@ -6,8 +6,9 @@
 //!
 //! The decision is pure ([`Bucket::turn`]); [`Budget`] keeps one bucket per issuer behind a
 //! lock. Nothing sleeps: a waiter is told when its turn may come and requeued for then. A
-//! waiter that does not come back by then (deleted, denied, its issuer gone) leaves the line
-//! after [`LATE`], so it never holds up the others for long.
+//! waiter leaves the line when it signs, when a reconcile of it no longer asks to sign
+//! (denied, failed, its issuer not ready), when it is deleted, or when it has not come back
+//! [`LATE`] after its turn, so it never holds up the others for long.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -30,8 +31,10 @@ pub const RENEW_BY: &str = "cfssl-issuer.wikimedia.org/renew-by";
 /// The Event reason of an object that waits for its issuer's budget.
 pub const WAITING_FOR_BUDGET: &str = "WaitingForIssuanceBudget";
 
-/// How long after its turn a waiter that has not come back leaves the line.
-pub const LATE: Duration = Duration::from_secs(2);
+/// How long after its turn a waiter that has not come back leaves the line. A waiter that
+/// stops asking to sign or is deleted leaves at once; this only bounds what a waiter lost
+/// otherwise holds up, and is long enough that a busy controller queue does not drop waiters.
+pub const LATE: Duration = Duration::from_secs(10);
 
 /// How urgent a waiter is: earliest deadline first, then the oldest, then by UID so the order
 /// is total. The deadline is the [`RENEW_BY`] a request carries, or its creation time when it
@@ -274,6 +277,16 @@ impl Budget {
             if bucket.is_idle(settings) {
                 buckets.remove(&key);
             }
+        }
+    }
+
+    /// `uid` no longer asks `issuer` to sign: it leaves its line.
+    pub fn leave(&self, issuer: &IssuerName, uid: &str) {
+        if self.settings.is_none() {
+            return;
+        }
+        if let Some(bucket) = lock(&self.buckets).get_mut(&issuer.key()) {
+            bucket.leave(uid);
         }
     }
 

@@ -178,6 +178,12 @@ pub async fn reconcile<A: Adapter>(object: Arc<A::Object>, ctx: Arc<A>) -> Resul
         next = ?decision.plan.next,
         "reconciled"
     );
+    if decision.plan.next != Next::Work(Work::Sign)
+        && let Some(issuer) = &seen.issuer
+    {
+        // No longer asking to sign (denied, failed, its issuer not ready): out of the line.
+        core.signer.budget.leave(issuer, &seen.uid);
+    }
     if decision.plan.next == Next::Work(Work::Sign) {
         decision = match sign_within(&*ctx, &object, &seen, decision.memo).await {
             Ok(decision) => decision,

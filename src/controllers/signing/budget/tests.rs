@@ -132,11 +132,11 @@ fn a_late_waiter_leaves_the_line() {
     assert_eq!(bucket.turn(FIVE, &b, at(0)), wait(1, 1, 200, true));
     assert_eq!(bucket.turn(FIVE, &c, at(0)), wait(1, 2, 200, true));
     assert_eq!(
-        bucket.turn(FIVE, &b, at(2_200)),
+        bucket.turn(FIVE, &b, at(10_200)),
         wait(2, 2, 200, false),
         "c is due at 200 ms: not late yet"
     );
-    assert_eq!(bucket.turn(FIVE, &b, at(2_201)), Turn::Go, "c left the line");
+    assert_eq!(bucket.turn(FIVE, &b, at(10_201)), Turn::Go, "c left the line");
     assert_eq!(bucket.state(), (0, 0));
 }
 
@@ -188,6 +188,15 @@ fn the_shared_budget_keeps_only_busy_buckets() {
     );
     assert_eq!(on.turn(&issuer("ca"), &who("c", 0), at(0)), wait(1, 1, 200, true));
     assert_eq!(on.waiting(), 1);
+    on.leave(&issuer("other"), "c");
+    assert_eq!(on.waiting(), 1, "in another issuer's line");
+    on.leave(&issuer("ca"), "c");
+    assert_eq!(on.waiting(), 0);
+    assert_eq!(
+        on.turn(&issuer("ca"), &who("c", 0), at(0)),
+        wait(1, 1, 200, true),
+        "joins anew"
+    );
     on.forget("c");
     assert_eq!(on.waiting(), 0);
     assert_eq!(on.turn(&issuer("ca"), &who("d", 0), at(5_000)), Turn::Go);
