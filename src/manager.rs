@@ -16,11 +16,13 @@ use crate::cfssl::AllowList;
 use crate::controllers::{self, Config, CsrSettings};
 use crate::telemetry::{Health, Metrics, Role, server};
 
+mod budget;
 pub mod cert_manager;
 mod leader;
 mod renewal;
 mod standalone;
 
+pub use self::budget::BudgetArgs;
 pub use self::leader::{Lease, lead_then_run, lease_identity};
 pub use self::renewal::{Timing, TimingError};
 pub use self::standalone::StandaloneArgs;
@@ -101,6 +103,8 @@ pub struct RunArgs {
     /// Unset: every namespace.
     #[arg(long = "namespace", value_name = "NAMESPACE")]
     pub namespaces: Vec<String>,
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     #[command(flatten)]
     pub standalone: StandaloneArgs,
     #[command(flatten)]
@@ -230,6 +234,7 @@ impl RunArgs {
         });
         config.namespaced_issuer_allowed_hosts = self.namespaced_issuer_allowed_hosts.clone().map(Arc::new);
         config.scope = controllers::Scope::new(self.namespaces.iter().cloned());
+        config.issuance_budget = self.budget.settings();
         Ok(config)
     }
 }

@@ -714,3 +714,79 @@ async fn answer_secret(handle: &mut ApiHandle, version: &str) {
                 "data": {"key": key}}),
     );
 }
+
+/// An issuance budget of 1 sign/s whose token another request took: each request joining the
+/// line gets Ready=False/Pending with its place and one Event; the soonest renew-by goes ahead
+/// of the one that joined before it; looking again before its turn writes nothing.
+#[tokio::test]
+async fn requests_over_the_issuance_budget_wait_in_urgency_order_and_say_so_once() {
+    use cfssl_issuer::controllers::kit::rate::Settings;
+    use cfssl_issuer::controllers::signing::IssuerName;
+    use cfssl_issuer::controllers::signing::budget::{RENEW_BY, Turn, Urgency};
+    let (service, mut handle) = tower_test::mock::pair();
+    let mut config = cfssl_issuer::controllers::Config::new(CLUSTER_NS);
+    config.issuance_budget = Some(Settings {
+        rate: "1".parse().unwrap(),
+        burst: 1,
+    });
+    let (ctx, _) = cfssl_issuer::controllers::Contexts::new(
+        kube::Client::new(service, "default"),
+        config,
+        clock(),
+        store(vec![checked(issuer("apps", "ca", "https://ca.invalid"))]),
+        store(vec![]),
+        Arc::new(cfssl_issuer::telemetry::Metrics::default()),
+    );
+    let ctx = Arc::new(ctx);
+    let name = IssuerName {
+        kind: cfssl_issuer::api::IssuerKind::Issuer,
+        namespace: Some("apps".into()),
+        name: "ca".into(),
+    };
+    let now = (clock())();
+    let other = Urgency::of("another", None, None, now);
+    assert_eq!(ctx.requests.core.signer.budget.turn(&name, &other, now), Turn::Go);
+    let approved = json!([{"type": "Approved", "status": "True"}]);
+    let renewing = |cr_name: &str, by: &str| {
+        let mut cr = request(cr_name, GROUP, "Issuer", approved.clone());
+        cr.metadata.annotations = Some([(RENEW_BY.to_string(), by.to_string())].into());
+        cr
+    };
+    let later = renewing("later", "2026-11-22T12:00:00Z");
+    let sooner = renewing("sooner", "2026-11-22T11:00:00Z");
+    for (cr, place, after) in [(&later, "1 of 1", 1), (&sooner, "1 of 2", 1)] {
+        let task = tokio::spawn(certificaterequest::reconcile(
+            Arc::new(cr.clone()),
+            ctx.requests.clone(),
+        ));
+        let (method, _, body, send) = next(&mut handle).await;
+        assert_eq!(method, Method::PATCH);
+        let ready = &body["status"]["conditions"][0];
+        let message = format!(
+            "Waiting for Issuer apps/ca's issuance budget of 1 signs/s (burst 1): number {place} \
+             in line, soonest expiry first"
+        );
+        assert_eq!(
+            (&ready["status"], &ready["reason"], &ready["message"]),
+            (&json!("False"), &json!("Pending"), &json!(message))
+        );
+        answer(send, StatusCode::OK, &serde_json::to_value(cr).unwrap());
+        expect_event(&mut handle, "apps", "WaitingForIssuanceBudget").await;
+        assert_eq!(
+            finish(task).await.unwrap(),
+            kube::runtime::controller::Action::requeue(Duration::from_secs(after))
+        );
+    }
+    let again = bounded(certificaterequest::reconcile(
+        Arc::new(later),
+        ctx.requests.clone(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        again,
+        kube::runtime::controller::Action::requeue(Duration::from_secs(2)),
+        "now second in line"
+    );
+    no_more_requests(&mut handle).await;
+}

@@ -484,3 +484,53 @@ async fn deleted_csrs_are_forgotten_on_delete_and_on_relist() {
     );
     no_more_requests(&mut handle).await;
 }
+
+/// An issuance budget of 1 sign/s whose token another request took: one Normal
+/// `WaitingForIssuanceBudget` Event in `default` with the CSR's place, a requeue for its turn,
+/// no sign; looking again before its turn sends nothing.
+#[tokio::test]
+async fn a_csr_over_the_issuance_budget_waits_with_one_event() {
+    use cfssl_issuer::controllers::kit::rate::Settings;
+    use cfssl_issuer::controllers::signing::IssuerName;
+    use cfssl_issuer::controllers::signing::budget::{Turn, Urgency};
+    let (pem, _) = support::csr("client");
+    let cluster = checked_cluster(cluster_issuer("ca", "https://ca.invalid"));
+    let mut config = Config::new(CLUSTER_NS);
+    config.issuance_budget = Some(Settings {
+        rate: "1".parse().unwrap(),
+        burst: 1,
+    });
+    let (ctx, mut handle) = contexts(config, vec![], vec![cluster]);
+    let name = IssuerName {
+        kind: cfssl_issuer::api::IssuerKind::ClusterIssuer,
+        namespace: None,
+        name: "ca".into(),
+    };
+    let now = (clock())();
+    let other = Urgency::of("another", None, None, now);
+    assert_eq!(ctx.csrs.core.signer.budget.turn(&name, &other, now), Turn::Go);
+    let csr = kcsr(
+        "waits",
+        "clusterissuers.cfssl-issuer.wikimedia.org/ca",
+        APPROVED,
+        &pem,
+    );
+    let task = tokio::spawn(csr::reconcile(Arc::new(csr.clone()), ctx.csrs.clone()));
+    let (_, uri, event, send) = next(&mut handle).await;
+    assert_eq!(uri, "/apis/events.k8s.io/v1/namespaces/default/events?");
+    assert_eq!(
+        (&event["reason"], &event["type"], &event["note"]),
+        (
+            &json!("WaitingForIssuanceBudget"),
+            &json!("Normal"),
+            &json!(
+                "Waiting for ClusterIssuer ca's issuance budget of 1 signs/s (burst 1): number 1 of 1 in line, soonest expiry first"
+            )
+        )
+    );
+    answer(send, StatusCode::CREATED, &event);
+    let turn = Action::requeue(std::time::Duration::from_secs(1));
+    assert_eq!(finish(task).await.unwrap(), turn);
+    assert_eq!(reconcile(&csr, &ctx).await, turn, "the clock stands still");
+    no_more_requests(&mut handle).await;
+}

@@ -1230,6 +1230,8 @@ fn chart_full_values_render_every_option() {
         "--certificate-request-minimum-backoff-duration=30m",
         "--certificate-request-maximum-backoff-duration=8h",
         "--renewal-jitter=0.1",
+        "--issuance-budget=2.5",
+        "--issuance-budget-burst=4",
     ] {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
@@ -1420,4 +1422,28 @@ fn chart_standalone_defaults_are_the_flags_defaults() {
         .to_string()
         .parse::<cfssl_issuer::certificates::renewal::Jitter>();
     assert_eq!(jitter, Ok(flags.renewal_jitter), "renewalJitter");
+}
+
+/// The issuance budget is off by default (no flag passed), and the chart's burst is the flag's.
+#[test]
+fn chart_issuance_budget_defaults_are_the_flags_defaults() {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: cfssl_issuer::manager::RunArgs,
+    }
+    let flags = <Cli as clap::Parser>::parse_from(["cfssl-issuer"]).run.budget;
+    let values: Value = serde_saphyr::from_str(&read(format!("{CHART}/values.yaml"))).expect("values.yaml");
+    let chart = &values["issuanceBudget"];
+    assert_eq!(
+        (chart["signsPerSecond"].as_f64(), chart["burst"].as_u64()),
+        (Some(0.0), Some(u64::from(flags.issuance_budget_burst)))
+    );
+    assert_eq!(flags.issuance_budget, None, "unlimited by default");
+    let deploy = chart_case("default");
+    let args = strings(&one(&deploy, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]);
+    assert!(
+        !args.iter().any(|a| a.starts_with("--issuance-budget")),
+        "no budget flag by default: {args:?}"
+    );
 }

@@ -61,6 +61,9 @@ pub struct AppState {
     /// Signatures per public key, by the SHA-256 of its SubjectPublicKeyInfo: how often each
     /// request (each has a key of its own) was signed.
     pub signed_keys: Mutex<HashMap<[u8; 32], u32>>,
+    /// When each certificate was signed, with the SHA-256 of its SubjectPublicKeyInfo, in
+    /// order: how fast and in which order a client's requests reached the CA.
+    pub sign_log: Mutex<Vec<(std::time::Instant, [u8; 32])>>,
 }
 
 impl AppState {
@@ -73,6 +76,7 @@ impl AppState {
             available: AtomicBool::new(true),
             sign_delay_ms: AtomicU64::new(0),
             signed_keys: Mutex::default(),
+            sign_log: Mutex::default(),
         }
     }
 
@@ -85,6 +89,8 @@ impl AppState {
         let digest: [u8; 32] = sha2::Sha256::digest(cert.public_key().raw).into();
         let mut keys = self.signed_keys.lock().unwrap_or_else(|e| e.into_inner());
         *keys.entry(digest).or_default() += 1;
+        let mut log = self.sign_log.lock().unwrap_or_else(|e| e.into_inner());
+        log.push((std::time::Instant::now(), digest));
     }
 
     /// How many certificates were signed for the DER SubjectPublicKeyInfo `spki`.

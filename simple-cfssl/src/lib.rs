@@ -104,6 +104,16 @@ impl Running {
         self.state.signatures_for(spki)
     }
 
+    /// Every signature so far, in order: when, and the SHA-256 of the DER
+    /// SubjectPublicKeyInfo signed.
+    pub fn sign_log(&self) -> Vec<(std::time::Instant, [u8; 32])> {
+        self.state
+            .sign_log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Waits until the server has stopped (after [`Running::shutdown`]).
     pub async fn stopped(mut self) {
         if let Some(server) = self.server.take() {

@@ -23,8 +23,9 @@ pub use self::observe::{request_key, request_view};
 pub use self::wiring::controller;
 use super::kit::status::FieldManager;
 use super::kit::{Error, Shared};
+use super::signing::budget::renew_by;
 use super::signing::pipeline::{self, Adapter, Core, Observed, Seen};
-use super::signing::{Decision, IssuerName, Issuers, Outcome, Recheck, Signer};
+use super::signing::{BudgetWait, Decision, IssuerName, Issuers, Outcome, Recheck, Signer};
 use crate::api::certmanager::CertificateRequest;
 use crate::telemetry::metrics::Controller;
 
@@ -82,6 +83,16 @@ impl Adapter for RequestContext {
 
     fn signed(&self, seen: &Seen<Self::View>, outcome: Outcome, now: Timestamp) -> Decision {
         plan::for_outcome(outcome, &seen.view.request, now)
+    }
+
+    /// Set by standalone mode's request manager (the notAfter of the certificate renewed), or
+    /// by whoever creates the request.
+    fn renew_by(cr: &CertificateRequest) -> Option<Timestamp> {
+        renew_by(cr.metadata.annotations.as_ref())
+    }
+
+    fn waits(&self, seen: &Seen<Self::View>, waiting: &BudgetWait, now: Timestamp) -> Decision {
+        plan::for_budget(waiting, &seen.view.request, now)
     }
 
     fn expires(&self, cr: &CertificateRequest, issuer: &IssuerName, not_after: i64) {

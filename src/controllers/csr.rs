@@ -26,7 +26,7 @@ use super::kit::wiring::Relist;
 use super::kit::{Error, Shared};
 use super::signing::pipeline::{self, Adapter, Core, Observed, Seen, key};
 use super::signing::signer::credentials;
-use super::signing::{Decision, IssuerName, Issuers, Outcome, Readiness, Recheck, Signer};
+use super::signing::{BudgetWait, Decision, IssuerName, Issuers, Outcome, Readiness, Recheck, Signer};
 use crate::telemetry::metrics::Controller;
 
 /// What the CSR controller works with.
@@ -61,6 +61,7 @@ impl CsrContext {
     pub fn follow(&self, event: &watcher::Event<CertificateSigningRequest>, relist: &mut Relist) {
         if let watcher::Event::Delete(csr) = event {
             self.core.ledger.forget(&key(csr));
+            self.core.signer.budget.forget(&key(csr));
         }
         if let Some(live) = relist.observe(event, |csr| Some(key(csr))) {
             self.core.ledger.retain(&live);
@@ -120,6 +121,12 @@ impl Adapter for CsrContext {
 
     fn signed(&self, _: &Seen<CsrObservation>, outcome: Outcome, now: Timestamp) -> Decision {
         plan::for_outcome(outcome, now)
+    }
+
+    /// A CSR carries no renew-by (its requester may be anyone allowed to create one): it is
+    /// due from its creation, in the order CSRs and requests were made.
+    fn waits(&self, _: &Seen<CsrObservation>, waiting: &BudgetWait, _: Timestamp) -> Decision {
+        plan::for_budget(waiting)
     }
 
     /// Asks the API server whether the requester may reference the namespaced Issuer.

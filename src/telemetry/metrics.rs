@@ -70,6 +70,10 @@ pub struct Metrics {
     /// Certificates signed whose `Issued` status write has not landed: signatures at risk while
     /// the API server refuses writes (kept in memory and written on the next retry).
     pub signed_unsaved: Gauge,
+    /// Objects that joined an issuer's line for its issuance budget, per issuer.
+    pub issuance_budget_waits: Family<IssuerLabels, Counter>,
+    /// Objects waiting for an issuance budget now, over all issuers.
+    pub issuance_budget_waiting: Gauge,
     /// The CFSSL call series of each issuer, so a deleted issuer's can be removed:
     /// prometheus-client cannot list a family's label sets.
     calls: Mutex<HashMap<String, IssuerCalls>>,
@@ -148,8 +152,22 @@ impl Default for Metrics {
             "Certificates signed whose Issued status write has not landed yet; lost on a restart, and signed again after one",
             None,
         );
+        let issuance_budget_waits = registered(
+            r,
+            "issuance_budget_waits",
+            "Requests that had to wait for their issuer's issuance budget (--issuance-budget), per issuer",
+            None,
+        );
+        let issuance_budget_waiting = registered(
+            r,
+            "issuance_budget_waiting",
+            "Requests waiting for an issuer's issuance budget now, over all issuers",
+            None,
+        );
         Metrics {
             registry,
+            issuance_budget_waits,
+            issuance_budget_waiting,
             reconciles,
             reconcile_errors,
             cfssl_duration,
@@ -218,6 +236,14 @@ impl Metrics {
     }
 
     /// The counter of `issuer`'s possible duplicate signatures, handed to its CFSSL client.
+    /// An object joined `issuer`'s line for its issuance budget.
+    pub fn budget_wait(&self, issuer: &str) {
+        let labels = IssuerLabels {
+            issuer: issuer.into(),
+        };
+        self.issuance_budget_waits.get_or_create(&labels).inc();
+    }
+
     pub fn possible_duplicates_of(&self, issuer: &str) -> Counter {
         let labels = IssuerLabels {
             issuer: issuer.into(),
@@ -234,6 +260,7 @@ impl Metrics {
         self.issuer_ready.remove(&labels);
         self.issued.remove(&labels);
         self.possible_duplicates.remove(&labels);
+        self.issuance_budget_waits.remove(&labels);
         let calls = lock(&self.calls).remove(issuer);
         for durations in calls.iter().flat_map(|c| &c.durations) {
             self.cfssl_duration.remove(durations);

@@ -115,6 +115,15 @@ impl Ca {
         }
     }
 
+    /// Every signature so far, in order: when, and the SHA-256 of the SubjectPublicKeyInfo
+    /// signed (see [`spki_digest`]) (simple-cfssl only).
+    pub fn sign_log(&self) -> Option<Vec<(std::time::Instant, [u8; 32])>> {
+        match &self.guard {
+            Guard::Simple(running) => Some(running.sign_log()),
+            _ => None,
+        }
+    }
+
     /// Certificates signed so far (simple-cfssl only).
     pub fn issued_count(&self) -> Option<u64> {
         match &self.guard {
@@ -132,4 +141,11 @@ impl Ca {
         std::fs::write(&path, pem)?;
         Ok(Some(path))
     }
+}
+
+/// The SHA-256 of the SubjectPublicKeyInfo of `csr`'s key: how [`Ca::sign_log`] names it.
+pub fn spki_digest(csr: &super::Csr) -> [u8; 32] {
+    use rcgen::PublicKeyData as _;
+    use sha2::Digest as _;
+    sha2::Sha256::digest(csr.key.subject_public_key_info()).into()
 }

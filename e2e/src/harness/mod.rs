@@ -15,6 +15,7 @@
 //! - `CFSSL_ISSUER_BIN`: the manager binary (default: `cfssl-issuer` next to the test binary,
 //!   built with cargo when missing).
 
+pub mod budget;
 mod ca;
 mod cluster;
 pub mod cpu;

@@ -12,9 +12,10 @@ use crate::api::{ConditionStatus, READY, WritableCondition};
 use crate::controllers::kit::events::{Notice, reason};
 use crate::controllers::kit::plan::{Next, Plan};
 use crate::controllers::kit::status::document;
+use crate::controllers::signing::budget::WAITING_FOR_BUDGET;
 use crate::controllers::signing::ledger::{Memo, Waiting, Window};
 use crate::controllers::signing::once::Held;
-use crate::controllers::signing::{Decision, Outcome, Work};
+use crate::controllers::signing::{BudgetWait, Decision, Outcome, Work};
 use crate::pki::Chain;
 
 /// How long a request waits for approval before its `WaitingForApproval` Event. cert-manager's
@@ -97,6 +98,25 @@ pub fn for_step(step: Step, request: &RequestView, held: &Held, announced: bool,
             over,
         ),
         Step::Sign(_) => idle(Next::Work(Work::Sign), over),
+    }
+}
+
+/// The decision while the request waits for its issuer's issuance budget: Ready=False/Pending
+/// saying its place and one Normal Event, when it joins the line; then only the requeue for
+/// when its turn may come (no write per requeue).
+pub fn for_budget(waiting: &BudgetWait, request: &RequestView, now: Timestamp) -> Decision {
+    let memo = Memo {
+        waiting: Waiting::Over,
+        ..Memo::default()
+    };
+    let next = Next::After(waiting.wait.after);
+    if !waiting.wait.first {
+        return idle(next, memo);
+    }
+    let notice = Notice::normal(WAITING_FOR_BUDGET, "Sign", &waiting.message);
+    Decision {
+        plan: ReadyWrite::pending(&waiting.message).plan(request, notice, next, now),
+        memo,
     }
 }
 

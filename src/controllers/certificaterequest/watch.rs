@@ -115,11 +115,12 @@ pub fn request_event(
     trim_request_event(event, keep_chains)
 }
 
-/// Drops what the manager holds for a deleted request: backoff, memory, what signing held and
-/// its expiry series.
+/// Drops what the manager holds for a deleted request: backoff, memory, what signing held, its
+/// place in an issuance budget's line and its expiry series.
 pub fn forget_request(ctx: &RequestContext, cr: &CertificateRequest) {
     let uid = request_key(cr);
     ctx.core.ledger.forget(&uid);
+    ctx.core.signer.budget.forget(&uid);
     if let Some(issuer) = issuer_key_of(cr) {
         let labels = expiry_labels(cr, &issuer);
         if ctx.expiry.release(&labels, &uid) {

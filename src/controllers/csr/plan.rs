@@ -11,8 +11,9 @@ use super::decide::{Invalid, Step, reason};
 use crate::controllers::kit::events::{Notice, reason as common};
 use crate::controllers::kit::plan::{Next, Plan};
 use crate::controllers::kit::status::document;
+use crate::controllers::signing::budget::WAITING_FOR_BUDGET;
 use crate::controllers::signing::ledger::{Memo, Window};
-use crate::controllers::signing::{Decision, Outcome, Work};
+use crate::controllers::signing::{BudgetWait, Decision, Outcome, Work};
 use crate::pki::Chain;
 
 const ISSUED: &str = "Succeeded signing the CertificateSigningRequest";
@@ -38,6 +39,23 @@ pub fn for_step(step: Step, now: Timestamp) -> Decision {
         },
         Step::Fail(invalid) => failed(&invalid, now, false),
         Step::WriteIssued(chain) => issued(&chain),
+    }
+}
+
+/// The decision while the CSR waits for its issuer's issuance budget: one Normal Event when it
+/// joins the line (a CSR has no Pending condition), then only the requeue for its turn.
+pub fn for_budget(waiting: &BudgetWait) -> Decision {
+    let event = waiting
+        .wait
+        .first
+        .then(|| Notice::normal(WAITING_FOR_BUDGET, ACTION, &waiting.message));
+    Decision {
+        plan: Plan {
+            status: None,
+            event,
+            next: Next::After(waiting.wait.after),
+        },
+        memo: Memo::default(),
     }
 }
 

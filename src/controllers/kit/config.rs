@@ -33,6 +33,9 @@ pub struct Config {
     /// The namespaces whose Issuers, requests, Secrets (and standalone, Certificates) are
     /// served: all of them, or those `--namespace` names.
     pub scope: Scope,
+    /// The most signs per second each issuer sends its CA (`--issuance-budget`); `None`:
+    /// unlimited.
+    pub issuance_budget: Option<super::rate::Settings>,
 }
 
 /// How Kubernetes CertificateSigningRequests are signed.
@@ -59,6 +62,7 @@ impl Config {
             }),
             namespaced_issuer_allowed_hosts: None,
             scope: Scope::Cluster,
+            issuance_budget: None,
         }
     }
 }

@@ -4,8 +4,8 @@
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
 //! indexes kept beside their stores ([`index`]), the Secret metadata feed ([`secrets`]), object
 //! sizes ([`size`]), tenants' fair shares of the reconcile slots ([`shares`]), the served
-//! namespaces and their watches ([`scope`]) and the pool expensive crypto runs on
-//! ([`crypto`]). It uses nothing else of `controllers`.
+//! namespaces and their watches ([`scope`]), the issuance budget's rate ([`rate`]) and the
+//! pool expensive crypto runs on ([`crypto`]). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod index;
 pub mod plan;
+pub mod rate;
 pub mod scope;
 pub mod secrets;
 pub mod shared;

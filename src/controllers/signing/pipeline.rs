@@ -12,6 +12,7 @@ use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use tokio::sync::mpsc;
 
+use super::budget::{self, Turn, Urgency, Wait};
 use super::issuers::{IssuerName, Issuers};
 use super::ledger::{Ledger, Memo};
 use super::once::Held;
@@ -51,6 +52,14 @@ impl Decision {
             memo,
         }
     }
+}
+
+/// An object waiting for its issuer's issuance budget: its place, and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BudgetWait {
+    /// For the condition and the Event (see [`budget::message`]).
+    pub message: String,
+    pub wait: Wait,
 }
 
 /// What both signing controllers work with.
@@ -129,6 +138,15 @@ pub trait Adapter: Send + Sync + 'static {
         let decision = self.decide(seen, self.core().shared.now());
         async move { decision }
     }
+    /// The [`budget::RENEW_BY`] the object carries, for its place in its issuer's line; only
+    /// controllers whose objects may say it read it.
+    fn renew_by(object: &Self::Object) -> Option<Timestamp> {
+        let _ = object;
+        None
+    }
+    /// Decide while the object waits for its issuer's issuance budget: say so once
+    /// (`waiting.wait.first`) and look again after `waiting.wait.after`.
+    fn waits(&self, seen: &Seen<Self::View>, waiting: &BudgetWait, now: Timestamp) -> Decision;
     /// An issued certificate expires at `not_after` (Unix seconds).
     fn expires(&self, object: &Self::Object, issuer: &IssuerName, not_after: i64) {
         let _ = (object, issuer, not_after);
@@ -160,17 +178,17 @@ pub async fn reconcile<A: Adapter>(object: Arc<A::Object>, ctx: Arc<A>) -> Resul
         next = ?decision.plan.next,
         "reconciled"
     );
+    if decision.plan.next != Next::Work(Work::Sign)
+        && let Some(issuer) = &seen.issuer
+    {
+        // No longer asking to sign (denied, failed, its issuer not ready): out of the line.
+        core.signer.budget.leave(issuer, &seen.uid);
+    }
     if decision.plan.next == Next::Work(Work::Sign) {
-        let tenant = seen.issuer.as_ref().map(tenant).unwrap_or_default();
-        let Some(_slot) = core.signer.signs.enter(&tenant) else {
-            tracing::debug!(object = %plan::describe(&*object), %tenant, "its tenant's share of signs is in use; later");
-            return Ok(Action::requeue(SHARE_REQUEUE));
+        decision = match sign_within(&*ctx, &object, &seen, decision.memo).await {
+            Ok(decision) => decision,
+            Err(requeue) => return Ok(requeue),
         };
-        core.ledger.before(&seen.uid, decision.memo, core.shared.now());
-        let Some(outcome) = sign(&*ctx, &object, &seen).await else {
-            return Ok(Action::await_change());
-        };
-        decision = ctx.signed(&seen, outcome, core.shared.now());
     }
     act(&*ctx, &object, &seen, decision).await
 }
@@ -197,6 +215,66 @@ fn see<A: Adapter>(core: &Core, object: &A::Object, observed: Observed<A::View>)
         view: observed.view,
         held,
     }
+}
+
+/// The sign a decision asked for, within the issuer's budget and then the tenant's share: the
+/// decision after it (or while it waits for the budget), or the requeue when there is
+/// nothing to write. A waiter for the budget holds no share slot; a token whose sign finds no
+/// slot free goes back.
+async fn sign_within<A: Adapter>(
+    ctx: &A,
+    object: &A::Object,
+    seen: &Seen<A::View>,
+    memo: Memo,
+) -> Result<Decision, Action> {
+    let core = ctx.core();
+    let now = core.shared.now();
+    if let Some(waiting) = budget_wait::<A>(core, object, seen, now) {
+        return Ok(ctx.waits(seen, &waiting, now));
+    }
+    let tenant = seen.issuer.as_ref().map(tenant).unwrap_or_default();
+    let Some(_slot) = core.signer.signs.enter(&tenant) else {
+        if let Some(issuer) = &seen.issuer {
+            core.signer.budget.refund(issuer, now);
+        }
+        tracing::debug!(object = %plan::describe(object), %tenant, "its tenant's share of signs is in use; later");
+        return Err(Action::requeue(SHARE_REQUEUE));
+    };
+    core.ledger.before(&seen.uid, memo, now);
+    let Some(outcome) = sign(ctx, object, seen).await else {
+        return Err(Action::await_change());
+    };
+    Ok(ctx.signed(seen, outcome, core.shared.now()))
+}
+
+/// The object's place in its issuer's line when the budget has no token for it now; `None`
+/// when it may sign (a token taken) or there is no budget.
+fn budget_wait<A: Adapter>(
+    core: &Core,
+    object: &A::Object,
+    seen: &Seen<A::View>,
+    now: Timestamp,
+) -> Option<BudgetWait> {
+    let issuer = seen.issuer.as_ref()?;
+    let settings = core.signer.budget.settings()?;
+    let created = object.meta().creation_timestamp.as_ref().map(|t| t.0);
+    let who = Urgency::of(&seen.uid, created, A::renew_by(object), now);
+    let turn = core.signer.budget.turn(issuer, &who, now);
+    core.shared
+        .metrics
+        .issuance_budget_waiting
+        .set(i64::try_from(core.signer.budget.waiting()).unwrap_or(i64::MAX));
+    let Turn::Wait(wait) = turn else {
+        return None;
+    };
+    if wait.first {
+        core.shared.metrics.budget_wait(&issuer.key());
+    }
+    tracing::debug!(object = %plan::describe(object), issuer = %issuer.describe(), place = wait.place, line = wait.line, "waiting for the issuance budget");
+    Some(BudgetWait {
+        message: budget::message(issuer, settings, &wait),
+        wait,
+    })
 }
 
 /// Signs the object with the issuer it names, once; `None` when a sign of it is in flight or

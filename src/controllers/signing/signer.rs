@@ -15,6 +15,7 @@ pub use self::clients::{Clients, Fingerprint};
 pub use self::credentials::{Credentials, SecretProblem};
 use k8s_openapi::jiff::Timestamp;
 
+use super::budget::Budget;
 use super::issuers::{Found, IssuerName};
 use super::outcome::{Outcome, blame, outcome};
 use crate::api::{AnyIssuer, IssuerSpec, ReadyReason};
@@ -68,6 +69,8 @@ pub struct Signer {
     pub signs: Shares,
     /// Each tenant's share of the health checks in flight.
     pub checks: Shares,
+    /// Each issuer's issuance budget (`--issuance-budget`), and the line waiting for it.
+    pub budget: Budget,
 }
 
 /// Why the signer has no client for an issuer.
@@ -104,6 +107,7 @@ impl Signer {
             deadline: config.sign_deadline,
             signs: Shares::for_concurrency(config.concurrency),
             checks: Shares::for_concurrency(config.concurrency),
+            budget: Budget::new(config.issuance_budget),
         }
     }
 

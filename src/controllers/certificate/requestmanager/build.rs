@@ -1,7 +1,8 @@
 //! The CertificateRequest for a Certificate's next revision, as cert-manager's request
 //! manager builds it: the CSR from the spec and key; duration, issuerRef, isCA and usages
 //! from the spec; the Certificate's labels; its annotations filtered by the copied prefixes,
-//! plus the revision, key Secret and Certificate name; the Certificate as controlling owner.
+//! plus the revision, key Secret and Certificate name (and, renewing, the current notAfter as
+//! the issuance budget's renew-by); the Certificate as controlling owner.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::api::certmanager::{Certificate, CertificateRequest, CertificateRequestSpec};
 use crate::certificates::keys::annotation;
 use crate::certificates::secret::certificate_owner_reference;
+use crate::controllers::signing::budget::RENEW_BY;
 use crate::pki::keys::Key;
 use crate::pki::request::{RequestError, build_csr};
 
@@ -79,6 +81,10 @@ pub fn request(
         key_secret.to_string(),
     );
     annotations.insert(annotation::CERTIFICATE_NAME.to_string(), crt.name_any());
+    // A renewal's place in its issuer's issuance budget line: soonest expiry first.
+    if let Some(not_after) = crt.status.as_ref().and_then(|s| s.not_after.as_ref()) {
+        annotations.insert(RENEW_BY.to_string(), not_after.0.to_string());
+    }
     let spec = CertificateRequestSpec {
         request: ByteString(csr.into_bytes()),
         issuer_ref: crt.spec.issuer_ref.clone(),

@@ -292,6 +292,21 @@ fn the_request_carries_the_spec_labels_annotations_and_owner() {
         ]
     );
     let owner = &cr.owner_references()[0];
+    let mut renewing = crt.clone();
+    let not_after = "2026-12-01T00:00:00Z".parse().unwrap();
+    renewing.status = Some(crate::api::certmanager::CertificateStatus {
+        not_after: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(not_after)),
+        ..Default::default()
+    });
+    let renewal = super::request(&renewing, ec, 3, "web-key", &[]).expect("request");
+    assert_eq!(
+        renewal
+            .annotations()
+            .get("cfssl-issuer.wikimedia.org/renew-by")
+            .map(String::as_str),
+        Some("2026-12-01T00:00:00Z"),
+        "a renewal says by when, for its place in the issuance budget's line"
+    );
     assert_eq!(
         (owner.uid.as_str(), owner.controller, owner.block_owner_deletion),
         ("uid-1", Some(true), Some(true))

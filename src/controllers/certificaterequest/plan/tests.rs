@@ -363,3 +363,57 @@ fn approval_notice_table() {
         assert_eq!(approval_notice_in(created.map(at), at(NOW)), want, "{row}");
     }
 }
+
+/// Waiting for the issuance budget: Pending with its place and one Event when it joins the
+/// line; afterwards only the requeue, whatever place it has then.
+#[test]
+fn a_budget_wait_is_said_once() {
+    use crate::controllers::signing::budget::Wait;
+    let message = "Waiting for ClusterIssuer ca's issuance budget of 5 signs/s (burst 1): number 3 of 9 in line, soonest expiry first";
+    let waiting = |first| BudgetWait {
+        message: message.into(),
+        wait: Wait {
+            place: 3,
+            line: 9,
+            after: Duration::from_millis(600),
+            first,
+        },
+    };
+    let over = Memo {
+        waiting: Waiting::Over,
+        ..Memo::default()
+    };
+    let next = Next::After(Duration::from_millis(600));
+    let approved = RequestView {
+        approved: true,
+        ..RequestView::default()
+    };
+    let cases = [
+        (
+            "joins the line",
+            true,
+            &approved,
+            decision(
+                apply("False", "Pending", message, NOW, json!({})),
+                notice(EventType::Normal, "WaitingForIssuanceBudget", message),
+                next.clone(),
+                over,
+            ),
+        ),
+        (
+            "comes back",
+            false,
+            &approved,
+            decision(None, None, next.clone(), over),
+        ),
+        (
+            "joins again, already saying so",
+            true,
+            &pending(message),
+            decision(None, None, next.clone(), over),
+        ),
+    ];
+    for (row, first, request, want) in cases {
+        assert_eq!(for_budget(&waiting(first), request, at(NOW)), want, "{row}");
+    }
+}

@@ -219,3 +219,37 @@ fn a_failed_review_is_said_and_retried_after_backoff() {
         }
     );
 }
+
+/// Waiting for the issuance budget: one Event when the CSR joins the line, then the requeue.
+#[test]
+fn a_budget_wait_is_an_event_once() {
+    use crate::controllers::signing::budget::Wait;
+    let waiting = |first| BudgetWait {
+        message: "waits".into(),
+        wait: Wait {
+            place: 1,
+            line: 2,
+            after: std::time::Duration::from_millis(200),
+            first,
+        },
+    };
+    let next = Next::After(std::time::Duration::from_millis(200));
+    let cases = [
+        (
+            true,
+            notice(EventType::Normal, "WaitingForIssuanceBudget", "waits"),
+        ),
+        (false, None),
+    ];
+    for (first, event) in cases {
+        let want = Decision {
+            plan: Plan {
+                status: None,
+                event,
+                next: next.clone(),
+            },
+            memo: Memo::default(),
+        };
+        assert_eq!(for_budget(&waiting(first)), want, "first: {first}");
+    }
+}
