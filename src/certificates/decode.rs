@@ -133,7 +133,8 @@ type FactsMemo = std::collections::HashMap<[u8; 32], KeyFacts>;
 /// unchanged Secret would pay it again.
 pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
     use sha2::{Digest, Sha256};
-    static MEMO: std::sync::LazyLock<std::sync::Mutex<FactsMemo>> = std::sync::LazyLock::new(Default::default);
+    static MEMO: std::sync::LazyLock<std::sync::Mutex<FactsMemo>> =
+        std::sync::LazyLock::new(Default::default);
     let digest: [u8; 32] = Sha256::digest(bytes).into();
     let lock = || MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(facts) = lock().get(&digest) {

@@ -22,12 +22,12 @@ use super::{
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
-use crate::controllers::kit::status::FieldManager;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
 use crate::controllers::kit::size::watch_config;
+use crate::controllers::kit::status::FieldManager;
 use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
 
 /// The two watches standalone mode adds, and the indexes beside their stores.

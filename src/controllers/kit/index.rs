@@ -100,7 +100,10 @@ impl<K: Resource> Index<K> {
             Event::Init => state.relisting = Some(Table::default()),
             Event::InitApply(obj) => {
                 let keys = (self.keys_of)(obj);
-                state.relisting.get_or_insert_with(Table::default).file(slot(obj), keys);
+                state
+                    .relisting
+                    .get_or_insert_with(Table::default)
+                    .file(slot(obj), keys);
             }
             Event::InitDone => {
                 if let Some(table) = state.relisting.take() {
@@ -153,7 +156,10 @@ impl<K: Resource> Index<K> {
 
 /// The UID of `meta`'s controlling owner of `kind`, as the one key of an [`Index`] of owned
 /// objects.
-pub fn controller_uid(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, kind: &str) -> Vec<String> {
+pub fn controller_uid(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    kind: &str,
+) -> Vec<String> {
     meta.owner_references
         .iter()
         .flatten()
@@ -193,7 +199,8 @@ mod tests {
     #[test]
     fn follows_the_store() {
         let index = Index::new(keys as KeysOf<ConfigMap>);
-        let steps: Vec<(Event<ConfigMap>, [(&str, &str, Vec<&str>); 2])> = vec![
+        type Expect = [(&'static str, &'static str, Vec<&'static str>); 2];
+        let steps: Vec<(Event<ConfigMap>, Expect)> = vec![
             (
                 Event::Apply(map("a", "x", "k1,k2")),
                 [("a", "k1", vec!["x"]), ("a", "k2", vec!["x"])],

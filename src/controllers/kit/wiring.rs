@@ -13,8 +13,8 @@ use kube::runtime::controller;
 use kube::runtime::reflector::{self, ReflectHandle, Store, store::Writer};
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::scope::{self, Present, Scoped};
 use super::index::{Index, controller_uid};
+use super::scope::{self, Present, Scoped};
 use super::secrets::SecretFeed;
 use super::size::watch_config;
 

@@ -6,16 +6,29 @@
 //! 2. N ECDSA P-256 Certificates created at once, until every one is Ready and has its Secret;
 //! 3. the same N renewing together (a manual trigger on each, as `cmctl renew` does), until
 //!    every one is Ready at revision 2;
-//! 4. N RSA-2048 Certificates, in a namespace of their own.
+//! 4. `BENCH_SCALE_N` more ECDSA Certificates in a namespace of their own: the cost per
+//!    Certificate must not grow with their number;
+//! 5. N RSA-2048 Certificates, beside this machine's own RSA-2048 key generation rate on all
+//!    its cores, measured just before;
+//! 6. Certificates added until `BENCH_READY` are Ready, then the manager idle for
+//!    `BENCH_IDLE_SECS`: its RSS, writes and CPU;
+//! 7. the issuance budget: a burst against a manager of its own started with a small
+//!    `--issuance-budget`, measured at the CA.
 //!
-//! Printed per phase: Certificates/s, the manager's API requests per Certificate by verb, API
-//! writes per Certificate; then the manager's peak RSS. Targets are printed beside the figures.
+//! Printed per phase: Certificates/s, the manager's and this process's CPU per Certificate
+//! (from `/proc`, as `bench` does; this process is the test API server, simple-cfssl and the
+//! client), API writes per Certificate with and without Events, and the manager's API requests
+//! by verb and resource. Targets are printed beside the figures, never asserted.
 //!
-//! Environment: `BENCH_N` (1000), `BENCH_CONCURRENCY` (8, the manager's `--concurrency`),
+//! Environment: `BENCH_N` (1000), `BENCH_SCALE_N` (5 N), `BENCH_READY` (10000),
+//! `BENCH_IDLE_SECS` (60), `BENCH_CONCURRENCY` (8, the manager's `--concurrency`),
 //! `BENCH_SECRETS` (10000), `BENCH_SECRET_SIZE` (4096 bytes), `BENCH_TLS` (1: the CA over
-//! HTTPS as in production; 0: plain HTTP).
+//! HTTPS as in production; 0: plain HTTP), `BENCH_BUDGET` (20 signs/s; 0 skips the phase).
 
+mod budget;
+mod machine;
 mod phase;
+mod report;
 
 use std::time::Duration;
 
@@ -23,8 +36,9 @@ use base64::Engine as _;
 
 use cfssl_issuer::pki::keys::KeySpec;
 use e2e::harness::objects::{self, Kind};
-use e2e::harness::{Cluster, KEY_HEX, Manager, ManagerOptions, env_or, load, manager_binary};
-use phase::{Bench, Outcome};
+use e2e::harness::{Cluster, KEY_HEX, Manager, ManagerOptions, cpu, env_or, load, manager_binary};
+use phase::Bench;
+use report::{Figures, Idle};
 
 const LABEL: &str = "intermediate1";
 const PROFILE: &str = "server";
@@ -32,45 +46,54 @@ const ISSUER: &str = "bench-ca";
 const SYSTEM: &str = "cfssl-issuer-system";
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The issue's targets.
-const TARGET_RATE: f64 = 200.0;
-const TARGET_WRITES: f64 = 10.0;
-const TARGET_PEAK_MIB: f64 = 128.0;
-
-struct Settings {
+pub struct Settings {
     n: usize,
+    scale_n: usize,
+    ready: usize,
+    idle: Duration,
     concurrency: usize,
     secrets: usize,
     secret_size: usize,
     tls: bool,
+    budget: u32,
+}
+
+impl Settings {
+    fn from_env() -> anyhow::Result<Settings> {
+        let n = env_or("BENCH_N", 1000)?;
+        Ok(Settings {
+            n,
+            scale_n: env_or("BENCH_SCALE_N", 5 * n)?,
+            ready: env_or("BENCH_READY", 10_000)?,
+            idle: Duration::from_secs(env_or("BENCH_IDLE_SECS", 60)?),
+            concurrency: env_or("BENCH_CONCURRENCY", 8)?,
+            secrets: env_or("BENCH_SECRETS", 10_000)?,
+            secret_size: env_or("BENCH_SECRET_SIZE", 4096)?,
+            tls: env_or::<u8>("BENCH_TLS", 1)? != 0,
+            budget: env_or("BENCH_BUDGET", 20)?,
+        })
+    }
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let settings = Settings {
-        n: env_or("BENCH_N", 1000)?,
-        concurrency: env_or("BENCH_CONCURRENCY", 8)?,
-        secrets: env_or("BENCH_SECRETS", 10_000)?,
-        secret_size: env_or("BENCH_SECRET_SIZE", 4096)?,
-        tls: env_or::<u8>("BENCH_TLS", 1)? != 0,
-    };
-    let s = &settings;
+    let s = Settings::from_env()?;
     eprintln!(
-        "bench-standalone: N={}, --concurrency {}, {} unrelated Secrets, simple-cfssl over {}, {} build, manager {}",
+        "bench-standalone: N={}, scale N={}, {} Ready at the end, --concurrency {}, {} unrelated Secrets, simple-cfssl over {}, {} build, manager {}",
         s.n,
+        s.scale_n,
+        s.ready,
         s.concurrency,
         s.secrets,
         if s.tls { "HTTPS" } else { "plain HTTP" },
         build_profile(),
         manager_binary().display()
     );
-
     let cluster = Cluster::start().await?;
     anyhow::ensure!(
         !cluster.is_external(),
         "the bench measures the manager it starts: unset E2E_KUBECONFIG"
     );
-    let server = cluster.server().expect("in-process cluster");
     let mut config = simple_cfssl::Config::test_default(KEY_HEX);
     config.tls = s.tls;
     let ca = simple_cfssl::spawn(config).await?;
@@ -78,8 +101,38 @@ async fn main() -> anyhow::Result<()> {
     let options = ManagerOptions::new(&cluster.kubeconfig, SYSTEM)
         .arg("--certificate-controllers")
         .arg(format!("--concurrency={}", s.concurrency));
+    let (mut manager, rss) = managers(&cluster, &s, options).await?;
+    let mut figures = phases(&cluster, &ca, &manager, &s).await?;
+    figures.rss = [rss[0], rss[1], figures.rss[2], figures.rss[3]];
+    manager.terminate(Duration::from_secs(10)).await?;
+    if s.budget > 0 {
+        eprintln!("phase 7: the issuance budget ({}/s)", s.budget);
+        let n = (s.budget as usize * 5).max(20);
+        figures.budget = Some(budget::budget_burst(&cluster, SYSTEM, n, s.budget, 1).await?);
+    }
+    report::print(&s, &figures, build_profile());
+    let incorrect: Vec<&str> = figures
+        .phases
+        .iter()
+        .filter(|p| {
+            p.signed != p.n as u64 || p.reissued > 0 || p.check.mismatched > 0 || p.check.wrong_key > 0
+        })
+        .map(|p| p.name.as_str())
+        .collect();
+    anyhow::ensure!(
+        incorrect.is_empty(),
+        "incorrect issuance in {incorrect:?} (see above)"
+    );
+    Ok(())
+}
 
-    // Memory with nothing to watch, then with the unrelated Secrets there from the start.
+/// The manager's RSS with nothing to watch; then a manager started after `BENCH_SECRETS`
+/// unrelated Secrets were created, with its RSS then: the manager the phases run against.
+async fn managers(
+    cluster: &Cluster,
+    s: &Settings,
+    options: ManagerOptions,
+) -> anyhow::Result<(Manager, [u64; 2])> {
     let mut first = Manager::start(options.clone()).await?;
     let idle = load::settled_rss_kib(&first, Duration::from_secs(2)).await?;
     first.terminate(Duration::from_secs(10)).await?;
@@ -105,60 +158,108 @@ async fn main() -> anyhow::Result<()> {
     eprintln!(
         "manager (pid {}) idle: {:.1} MiB; with the Secrets: {:.1} MiB",
         manager.pid().unwrap_or_default(),
-        mib(idle),
-        mib(idle_secrets)
+        report::mib(idle),
+        report::mib(idle_secrets)
     );
+    Ok((manager, [idle, idle_secrets]))
+}
 
+/// A namespace with our Issuer `ISSUER` in it, Ready.
+async fn namespace_with_issuer(
+    cluster: &Cluster,
+    ca: &simple_cfssl::Running,
+    prefix: &str,
+) -> anyhow::Result<String> {
     let client = &cluster.client;
-    let mut namespaces = Vec::new();
-    for prefix in ["ecdsa", "rsa"] {
-        let ns = cluster.namespace(prefix).await?;
-        cluster.put_key_secret(&ns, ISSUER, KEY_HEX).await?;
-        let mut spec = serde_json::json!({
-            "url": ca.url, "label": LABEL, "profile": PROFILE, "authSecretName": ISSUER,
-        });
-        if let Some(pem) = &ca.tls_ca_pem {
-            spec["caBundle"] = base64::engine::general_purpose::STANDARD.encode(pem).into();
-        }
-        objects::create_issuer(client, Kind::Issuer, &ns, ISSUER, spec).await?;
-        objects::wait_issuer_reason(client, Kind::Issuer, &ns, ISSUER, "Checked", WAIT).await?;
-        namespaces.push(ns);
+    let ns = cluster.namespace(prefix).await?;
+    cluster.put_key_secret(&ns, ISSUER, KEY_HEX).await?;
+    let mut spec = serde_json::json!({
+        "url": ca.url, "label": LABEL, "profile": PROFILE, "authSecretName": ISSUER,
+    });
+    if let Some(pem) = &ca.tls_ca_pem {
+        spec["caBundle"] = base64::engine::general_purpose::STANDARD.encode(pem).into();
     }
+    objects::create_issuer(client, Kind::Issuer, &ns, ISSUER, spec).await?;
+    objects::wait_issuer_reason(client, Kind::Issuer, &ns, ISSUER, "Checked", WAIT).await?;
+    Ok(ns)
+}
 
+/// Phases 2 to 6.
+async fn phases(
+    cluster: &Cluster,
+    ca: &simple_cfssl::Running,
+    manager: &Manager,
+    s: &Settings,
+) -> anyhow::Result<Figures> {
+    let server = cluster.server().expect("in-process cluster");
     let bench = Bench {
-        client,
+        client: &cluster.client,
         server,
-        ca: &ca,
-        manager: &manager,
+        ca,
+        manager,
         n: s.n,
     };
     let (ecdsa, rsa) = (KeySpec::Ecdsa(256), KeySpec::Rsa(2048));
+    let ns = namespace_with_issuer(cluster, ca, "ecdsa").await?;
     eprintln!("phase 1: {} ECDSA Certificates", s.n);
-    let issued = bench.issue(&namespaces[0], ISSUER, ecdsa).await?;
+    let issued = bench.issue(&ns, ISSUER, ecdsa).await?;
     eprintln!("  done in {:.2?}", issued.elapsed);
     eprintln!("phase 2: the same {} renewing together", s.n);
-    let renewed = bench.renew(&namespaces[0], &issued, ecdsa).await?;
+    let renewed = bench.renew(&ns, &issued, ecdsa).await?;
     eprintln!("  done in {:.2?}", renewed.elapsed);
-    eprintln!("phase 3: {} RSA-2048 Certificates", s.n);
-    let issued_rsa = bench.issue(&namespaces[1], ISSUER, rsa).await?;
-    eprintln!("  done in {:.2?}", issued_rsa.elapsed);
-    let after = load::settled_rss_kib(&manager, Duration::from_secs(2)).await?;
-    let peak = manager.peak_rss_kib().unwrap_or(0);
-
-    let phases = [issued, renewed, issued_rsa];
-    report(s, &phases, [idle, idle_secrets, after, peak]);
-    let incorrect: Vec<&str> = phases
-        .iter()
-        .filter(|p| {
-            p.signed != s.n as u64 || p.reissued > 0 || p.check.mismatched > 0 || p.check.wrong_key > 0
-        })
-        .map(|p| p.name.as_str())
-        .collect();
-    anyhow::ensure!(
-        incorrect.is_empty(),
-        "incorrect issuance in {incorrect:?} (see above)"
+    let ns = namespace_with_issuer(cluster, ca, "scale").await?;
+    eprintln!("phase 3: {} more ECDSA Certificates", s.scale_n);
+    let scaled = bench.issue_n(&ns, ISSUER, ecdsa, s.scale_n).await?;
+    eprintln!("  done in {:.2?}", scaled.elapsed);
+    eprintln!(
+        "phase 4: this machine's RSA-2048 key generation rate, then {} RSA-2048 Certificates",
+        s.n
     );
-    Ok(())
+    let keygen = tokio::task::block_in_place(|| machine::rsa_2048_keygen_rate(Duration::from_secs(5)))?;
+    eprintln!("  {keygen:.1} RSA-2048 keys/s on all cores");
+    let ns = namespace_with_issuer(cluster, ca, "rsa").await?;
+    let issued_rsa = bench.issue(&ns, ISSUER, rsa).await?;
+    eprintln!("  done in {:.2?}", issued_rsa.elapsed);
+    let mut phases = vec![issued, renewed, scaled, issued_rsa];
+    let ready = s.n + s.scale_n + s.n;
+    if s.ready > ready {
+        let ns = namespace_with_issuer(cluster, ca, "fill").await?;
+        eprintln!(
+            "phase 5: {} more ECDSA Certificates, {} Ready in all",
+            s.ready - ready,
+            s.ready
+        );
+        phases.push(bench.issue_n(&ns, ISSUER, ecdsa, s.ready - ready).await?);
+    }
+    let idle = idle(&bench, s.idle, ready.max(s.ready)).await?;
+    Ok(Figures {
+        phases,
+        keygen,
+        idle,
+        rss: [0, 0, idle.rss_kib, manager.peak_rss_kib().unwrap_or(0)],
+        budget: None,
+    })
+}
+
+/// The manager left alone with every Certificate Ready: its settled RSS, then its writes and
+/// CPU over `window`.
+async fn idle(bench: &Bench<'_>, window: Duration, ready: usize) -> anyhow::Result<Idle> {
+    eprintln!("phase 6: idle with {ready} Ready Certificates for {window:?}");
+    let rss_kib = load::settled_rss_kib(bench.manager, Duration::from_secs(5)).await?;
+    bench.server.reset_counts();
+    let meter = bench.manager.pid().and_then(cpu::Meter::start);
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(window).await;
+    let cpu = meter.and_then(|m| m.used()).unwrap_or_default();
+    let counts = bench.server.counts();
+    let writes = phase::writes(&counts);
+    Ok(Idle {
+        ready,
+        rss_kib,
+        seconds: start.elapsed().as_secs_f64(),
+        writes,
+        cpu,
+    })
 }
 
 fn build_profile() -> &'static str {
@@ -166,106 +267,5 @@ fn build_profile() -> &'static str {
         "debug"
     } else {
         "release"
-    }
-}
-
-fn mib(kib: u64) -> f64 {
-    kib as f64 / 1024.0
-}
-
-fn verdict(ok: bool) -> &'static str {
-    if ok { "ok" } else { "MISSED" }
-}
-
-/// The figures, with the targets beside them. `rss`: idle, idle with the Secrets, after the
-/// phases, peak (KiB).
-fn report(s: &Settings, phases: &[Outcome], rss: [u64; 4]) {
-    let n = s.n;
-    println!();
-    println!(
-        "cfssl-issuer standalone bench: N={n} per phase, --concurrency {}, simple-cfssl over {}, {}",
-        s.concurrency,
-        if s.tls { "HTTPS" } else { "HTTP" },
-        build_profile()
-    );
-    println!(
-        "{:<40} {:>9} {:>8} {:>11} {:>10}  {:>9}",
-        "phase", "time", "Certs/s", "writes/Cert", "(events)", "peak MiB"
-    );
-    for p in phases {
-        println!(
-            "{:<40} {:>8.2}s {:>8.0} {:>11.2} {:>10.2}  {:>9.1}",
-            p.name,
-            p.elapsed.as_secs_f64(),
-            p.rate(n),
-            p.writes_per(n),
-            p.event_writes_per(n),
-            mib(p.peak_kib)
-        );
-    }
-    println!("\ntargets (printed, not asserted):");
-    let row = |what: &str, value: String, target: String, ok: bool| {
-        println!("  {what:<52} {value:>9}  {target:<9} {}", verdict(ok));
-    };
-    let ecdsa_rate = phases[0].rate(n);
-    row(
-        "ECDSA Certificates/s (issue)",
-        format!("{ecdsa_rate:.0}"),
-        format!(">= {TARGET_RATE:.0}"),
-        ecdsa_rate >= TARGET_RATE,
-    );
-    let renew_rate = phases[1].rate(n);
-    row(
-        "ECDSA Certificates/s (renew)",
-        format!("{renew_rate:.0}"),
-        format!(">= {TARGET_RATE:.0}"),
-        renew_rate >= TARGET_RATE,
-    );
-    for p in phases {
-        let writes = p.writes_per(n);
-        row(
-            &format!("API writes per Certificate, {}", p.name),
-            format!("{writes:.2}"),
-            format!("<= {TARGET_WRITES:.0}"),
-            writes <= TARGET_WRITES,
-        );
-    }
-    let [idle, idle_secrets, after, peak] = rss;
-    row(
-        "manager peak RSS (MiB)",
-        format!("{:.1}", mib(peak)),
-        format!("<= {TARGET_PEAK_MIB:.0}"),
-        mib(peak) <= TARGET_PEAK_MIB,
-    );
-    println!(
-        "\nmanager RSS (MiB): idle {:.1}; idle with {} unrelated Secrets of {} bytes {:.1}; after the phases {:.1}; peak {:.1}",
-        mib(idle),
-        s.secrets,
-        s.secret_size,
-        mib(idle_secrets),
-        mib(after),
-        mib(peak)
-    );
-    for p in phases {
-        println!(
-            "\n{}: {} signed by the CA, {} Certificates issued more than once, {} Secrets not \
-             matching their key, {} with the wrong key type{}",
-            p.name,
-            p.signed,
-            p.reissued,
-            p.check.mismatched,
-            p.check.wrong_key,
-            p.rotated
-                .map(|r| format!(", {r} with a new key"))
-                .unwrap_or_default()
-        );
-        println!(
-            "API requests by the manager per Certificate ({:.2} in all):",
-            p.counts.total() as f64 / n as f64
-        );
-        print!(
-            "{}",
-            load::per_request_table(&p.counts, n as u64).replace("/request", "/Cert")
-        );
     }
 }

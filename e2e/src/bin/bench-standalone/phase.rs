@@ -8,7 +8,7 @@ use kube::Client;
 use cfssl_issuer::api::certmanager::Certificate;
 use cfssl_issuer::pki::keys::KeySpec;
 use e2e::harness::fleet::{self, SecretCheck, Settled};
-use e2e::harness::{Manager, load};
+use e2e::harness::{Manager, cpu, load};
 use kube_testserver::{Counts, TestServer, Verb};
 
 /// Requests the bench keeps in flight when creating or triggering: enough that the manager,
@@ -30,6 +30,8 @@ pub struct Bench<'a> {
 /// What one phase measured.
 pub struct Outcome {
     pub name: String,
+    /// Certificates in the phase.
+    pub n: usize,
     pub elapsed: Duration,
     /// The manager's API requests (the bench's own taken away).
     pub counts: Counts,
@@ -42,8 +44,25 @@ pub struct Outcome {
     pub reissued: usize,
     /// The manager's VmHWM when the phase ended.
     pub peak_kib: u64,
+    /// CPU the manager, and this process (test API server, simple-cfssl, client), used.
+    pub manager_cpu: Duration,
+    pub bench_cpu: Duration,
     /// The Certificates as they ended the phase.
     pub certificates: Vec<Certificate>,
+}
+
+/// Writes of any kind (create, update, patch, delete) in `counts`.
+pub fn writes(counts: &Counts) -> u64 {
+    [
+        Verb::Create,
+        Verb::Update,
+        Verb::Patch,
+        Verb::Delete,
+        Verb::DeleteCollection,
+    ]
+    .into_iter()
+    .map(|v| counts.verb_total(v))
+    .sum()
 }
 
 impl Outcome {
@@ -53,22 +72,43 @@ impl Outcome {
 
     /// Writes of any kind (create, update, patch, delete) per Certificate.
     pub fn writes_per(&self, n: usize) -> f64 {
-        let writes: u64 = [
-            Verb::Create,
-            Verb::Update,
-            Verb::Patch,
-            Verb::Delete,
-            Verb::DeleteCollection,
-        ]
-        .into_iter()
-        .map(|v| self.counts.verb_total(v))
-        .sum();
-        writes as f64 / n as f64
+        writes(&self.counts) as f64 / n as f64
     }
 
     /// Event writes per Certificate (part of [`Outcome::writes_per`]).
     pub fn event_writes_per(&self, n: usize) -> f64 {
         load::event_writes(&self.counts) as f64 / n as f64
+    }
+
+    /// Writes per Certificate other than Events.
+    pub fn object_writes_per(&self, n: usize) -> f64 {
+        self.writes_per(n) - self.event_writes_per(n)
+    }
+
+    /// The manager's CPU per Certificate, in milliseconds.
+    pub fn manager_ms_per(&self, n: usize) -> f64 {
+        self.manager_cpu.as_secs_f64() * 1e3 / n as f64
+    }
+
+    /// This process's CPU per Certificate, in milliseconds.
+    pub fn bench_ms_per(&self, n: usize) -> f64 {
+        self.bench_cpu.as_secs_f64() * 1e3 / n as f64
+    }
+}
+
+/// CPU meters of the manager and of this process, started together.
+struct Meters([Option<cpu::Meter>; 2]);
+
+impl Meters {
+    fn start(manager: &Manager) -> Meters {
+        let pids = [manager.pid(), Some(std::process::id())];
+        Meters(pids.map(|p| p.and_then(cpu::Meter::start)))
+    }
+
+    fn used(&self) -> [Duration; 2] {
+        self.0
+            .each_ref()
+            .map(|m| m.as_ref().and_then(cpu::Meter::used).unwrap_or_default())
     }
 }
 
@@ -76,24 +116,32 @@ impl Bench<'_> {
     /// `n` Certificates `<prefix>-00000`… with keys as `key` asks, created at once, timed from
     /// the first create until every one is Ready at revision 1 and every Secret exists.
     pub async fn issue(&self, namespace: &str, issuer: &str, key: KeySpec) -> anyhow::Result<Outcome> {
-        let certificates = (0..self.n)
+        self.issue_n(namespace, issuer, key, self.n).await
+    }
+
+    /// [`Bench::issue`] of `n` Certificates.
+    pub async fn issue_n(
+        &self,
+        namespace: &str,
+        issuer: &str,
+        key: KeySpec,
+        n: usize,
+    ) -> anyhow::Result<Outcome> {
+        let certificates = (0..n)
             .map(|i| fleet::certificate(namespace, &format!("crt-{i:05}"), issuer, key))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let signed = self.ca.issued_count();
         self.server.reset_counts();
-        let start = tokio::time::Instant::now();
+        let (start, meters) = (tokio::time::Instant::now(), Meters::start(self.manager));
         fleet::create_all(self.client, namespace, &certificates, CLIENT_CONCURRENCY).await?;
-        eprintln!("  created {} Certificates in {:.2?}", self.n, start.elapsed());
-        let settled = self.settle(namespace, 1).await?;
-        let own = [(Verb::Create, "certificates", self.n as u64)];
-        Ok(self.outcome(
-            format!("issue {}", describe(key)),
-            start,
-            settled,
-            &own,
-            signed,
-            (key, 1),
-        ))
+        eprintln!("  created {n} Certificates in {:.2?}", start.elapsed());
+        let settled = self.settle(namespace, n, 1).await?;
+        let own = [(Verb::Create, "certificates", n as u64)];
+        let name = match n == self.n {
+            true => format!("issue {}", describe(key)),
+            false => format!("issue {}, N={n}", describe(key)),
+        };
+        Ok(self.outcome(name, (start, &meters), settled, &own, signed, (key, 1)))
     }
 
     /// The Certificates of `before` renewed together: a manual trigger on each (as `cmctl
@@ -101,14 +149,14 @@ impl Bench<'_> {
     pub async fn renew(&self, namespace: &str, before: &Outcome, key: KeySpec) -> anyhow::Result<Outcome> {
         let signed = self.ca.issued_count();
         self.server.reset_counts();
-        let start = tokio::time::Instant::now();
+        let (start, meters) = (tokio::time::Instant::now(), Meters::start(self.manager));
         fleet::trigger_all(self.client, namespace, &before.certificates, CLIENT_CONCURRENCY).await?;
         eprintln!("  triggered {} renewals in {:.2?}", self.n, start.elapsed());
-        let settled = self.settle(namespace, 2).await?;
+        let settled = self.settle(namespace, self.n, 2).await?;
         let own = [(Verb::Patch, "certificates/status", self.n as u64)];
         let mut outcome = self.outcome(
             format!("renew {} (manual trigger)", describe(key)),
-            start,
+            (start, &meters),
             settled,
             &own,
             signed,
@@ -126,8 +174,8 @@ impl Bench<'_> {
         Ok(outcome)
     }
 
-    async fn settle(&self, namespace: &str, revision: i64) -> anyhow::Result<Settled> {
-        let wait = fleet::wait_all_ready(self.client, namespace, self.n, revision, POLL, WAIT);
+    async fn settle(&self, namespace: &str, n: usize, revision: i64) -> anyhow::Result<Settled> {
+        let wait = fleet::wait_all_ready(self.client, namespace, n, revision, POLL, WAIT);
         match wait.await {
             Ok(settled) => Ok(settled),
             Err(err) => {
@@ -142,16 +190,18 @@ impl Bench<'_> {
     fn outcome(
         &self,
         name: String,
-        start: tokio::time::Instant,
+        (start, meters): (tokio::time::Instant, &Meters),
         settled: Settled,
         own: &[(Verb, &str, u64)],
         signed_before: u64,
         (key, revision): (KeySpec, i64),
     ) -> Outcome {
+        let [manager_cpu, bench_cpu] = meters.used();
         let counts = self.server.counts();
         let lists = [
             (Verb::List, "certificates", settled.certificate_lists),
             (Verb::List, "secrets", settled.secret_lists),
+            (Verb::Watch, "certificates", settled.certificate_watches),
         ];
         let own: Vec<_> = own.iter().copied().chain(lists).collect();
         let check = fleet::check_secrets(&settled.certificates, &settled.secrets, key);
@@ -162,6 +212,7 @@ impl Bench<'_> {
             .count();
         Outcome {
             name,
+            n: settled.certificates.len(),
             elapsed: settled.at - start,
             counts: load::without(&counts, &own),
             signed: self.ca.issued_count() - signed_before,
@@ -169,6 +220,8 @@ impl Bench<'_> {
             rotated: None,
             reissued,
             peak_kib: self.manager.peak_rss_kib().unwrap_or(0),
+            manager_cpu,
+            bench_cpu,
             certificates: settled.certificates,
         }
     }

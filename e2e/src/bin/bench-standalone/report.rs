@@ -1,0 +1,223 @@
+//! The standalone bench's figures and their printout, each target beside its figure with `ok`
+//! or `MISSED` (printed, never asserted).
+
+use std::time::Duration;
+
+use crate::Settings;
+use crate::budget::BudgetFigures;
+use crate::phase::Outcome;
+use e2e::harness::load;
+
+/// The issue's targets.
+const TARGET_RATE: f64 = 100.0;
+const TARGET_MANAGER_MS: f64 = 2.0;
+const TARGET_SCALE_RATIO: f64 = 1.3;
+const TARGET_WRITES: f64 = 10.0;
+const TARGET_EVENTS: f64 = 6.0;
+const TARGET_RSA_SHARE: f64 = 0.8;
+const TARGET_READY_MIB: f64 = 100.0;
+const TARGET_IDLE_CPU: f64 = 0.01;
+
+/// The manager left alone with every Certificate Ready.
+#[derive(Debug, Clone, Copy)]
+pub struct Idle {
+    pub ready: usize,
+    pub rss_kib: u64,
+    pub seconds: f64,
+    pub writes: u64,
+    pub cpu: Duration,
+}
+
+/// Everything one run measured.
+pub struct Figures {
+    /// Issue ECDSA, renew ECDSA, issue ECDSA at scale, issue RSA, then any fill.
+    pub phases: Vec<Outcome>,
+    /// RSA-2048 keys per second this machine makes on all its cores.
+    pub keygen: f64,
+    pub idle: Idle,
+    /// Manager RSS (KiB): idle, idle with the unrelated Secrets, idle with every Certificate
+    /// Ready, peak.
+    pub rss: [u64; 4],
+    pub budget: Option<BudgetFigures>,
+}
+
+pub fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "ok" } else { "MISSED" }
+}
+
+fn row(what: &str, value: String, target: String, ok: bool) {
+    println!("  {what:<60} {value:>9}  {target:<9} {}", verdict(ok));
+}
+
+pub fn print(s: &Settings, f: &Figures, build: &str) {
+    println!();
+    println!(
+        "cfssl-issuer standalone bench: N={}, scale N={}, --concurrency {}, simple-cfssl over {}, {build}",
+        s.n,
+        s.scale_n,
+        s.concurrency,
+        if s.tls { "HTTPS" } else { "HTTP" },
+    );
+    println!(
+        "{:<34} {:>6} {:>9} {:>8} {:>10} {:>10} {:>8} {:>7} {:>9}",
+        "phase", "N", "time", "Certs/s", "manager ms", "bench ms", "writes", "events", "peak MiB"
+    );
+    for p in &f.phases {
+        println!(
+            "{:<34} {:>6} {:>8.2}s {:>8.0} {:>10.2} {:>10.2} {:>8.2} {:>7.2} {:>9.1}",
+            p.name,
+            p.n,
+            p.elapsed.as_secs_f64(),
+            p.rate(p.n),
+            p.manager_ms_per(p.n),
+            p.bench_ms_per(p.n),
+            p.object_writes_per(p.n),
+            p.event_writes_per(p.n),
+            report_mib(p.peak_kib)
+        );
+    }
+    println!(
+        "(manager ms, bench ms: CPU per Certificate of the manager, and of this process: test API server, simple-cfssl, client; writes: per Certificate, Events apart)"
+    );
+    targets(f);
+    details(s, f);
+}
+
+fn report_mib(kib: u64) -> f64 {
+    mib(kib)
+}
+
+fn targets(f: &Figures) {
+    println!("\ntargets (printed, not asserted):");
+    let [issue, renew, scale, rsa] = [0, 1, 2, 3].map(|i| &f.phases[i]);
+    for (what, p) in [("issue", issue), ("renew", renew)] {
+        let rate = p.rate(p.n);
+        row(
+            &format!("ECDSA Certificates/s ({what})"),
+            format!("{rate:.0}"),
+            format!(">= {TARGET_RATE:.0}"),
+            rate >= TARGET_RATE,
+        );
+        let ms = p.manager_ms_per(p.n);
+        row(
+            &format!("manager CPU per Certificate, ms ({what})"),
+            format!("{ms:.2}"),
+            format!("<= {TARGET_MANAGER_MS}"),
+            ms <= TARGET_MANAGER_MS,
+        );
+    }
+    let ratio = scale.manager_ms_per(scale.n) / issue.manager_ms_per(issue.n);
+    row(
+        &format!("manager CPU per Certificate, N={} / N={}", scale.n, issue.n),
+        format!("{ratio:.2}"),
+        format!("<= {TARGET_SCALE_RATIO}"),
+        ratio <= TARGET_SCALE_RATIO,
+    );
+    for p in &f.phases[..4] {
+        let writes = p.object_writes_per(p.n);
+        row(
+            &format!("writes per Certificate without Events, {}", p.name),
+            format!("{writes:.2}"),
+            format!("<= {TARGET_WRITES:.0}"),
+            writes <= TARGET_WRITES,
+        );
+        let events = p.event_writes_per(p.n);
+        row(
+            &format!("Events per Certificate, {}", p.name),
+            format!("{events:.2}"),
+            format!("<= {TARGET_EVENTS:.0}"),
+            events <= TARGET_EVENTS,
+        );
+    }
+    let share = rsa.rate(rsa.n) / f.keygen;
+    row(
+        &format!("RSA-2048 Certificates/s / keys/s on all cores ({:.1})", f.keygen),
+        format!("{share:.2}"),
+        format!(">= {TARGET_RSA_SHARE}"),
+        share >= TARGET_RSA_SHARE,
+    );
+    let idle = f.idle;
+    let ready_mib = mib(idle.rss_kib);
+    row(
+        &format!("manager RSS with {} Ready Certificates, MiB", idle.ready),
+        format!("{ready_mib:.1}"),
+        format!("<= {TARGET_READY_MIB:.0}"),
+        ready_mib <= TARGET_READY_MIB,
+    );
+    let per_minute = idle.writes as f64 * 60.0 / idle.seconds;
+    row(
+        "idle: API writes per minute",
+        format!("{per_minute:.1}"),
+        "= 0".into(),
+        idle.writes == 0,
+    );
+    let share = idle.cpu.as_secs_f64() / idle.seconds;
+    row(
+        "idle: share of a core",
+        format!("{:.2}%", share * 100.0),
+        "<= 1%".into(),
+        share <= TARGET_IDLE_CPU,
+    );
+    if let Some(b) = &f.budget {
+        let most = (b.rate + b.burst) as usize;
+        row(
+            &format!("budget {}/s: most signs at the CA in any second", b.rate),
+            b.max_in_any_second.to_string(),
+            format!("<= {most}"),
+            b.max_in_any_second <= most,
+        );
+        row(
+            "budget: signs out of urgency order",
+            b.out_of_order.to_string(),
+            "= 0".into(),
+            b.out_of_order == 0,
+        );
+        println!("\n{b}");
+    }
+}
+
+fn details(s: &Settings, f: &Figures) {
+    let [idle, idle_secrets, ready, peak] = f.rss;
+    println!(
+        "\nmanager RSS (MiB): idle {:.1}; idle with {} unrelated Secrets of {} bytes {:.1}; idle with {} Ready Certificates {:.1}; peak {:.1}",
+        mib(idle),
+        s.secrets,
+        s.secret_size,
+        mib(idle_secrets),
+        f.idle.ready,
+        mib(ready),
+        mib(peak)
+    );
+    println!(
+        "idle {:.0} s: {} writes, {:.2} s of manager CPU",
+        f.idle.seconds,
+        f.idle.writes,
+        f.idle.cpu.as_secs_f64()
+    );
+    for p in &f.phases {
+        println!(
+            "\n{}: {} signed by the CA, {} Certificates issued more than once, {} Secrets not \
+             matching their key, {} with the wrong key type{}",
+            p.name,
+            p.signed,
+            p.reissued,
+            p.check.mismatched,
+            p.check.wrong_key,
+            p.rotated
+                .map(|r| format!(", {r} with a new key"))
+                .unwrap_or_default()
+        );
+        println!(
+            "API requests by the manager per Certificate ({:.2} in all):",
+            p.counts.total() as f64 / p.n as f64
+        );
+        print!(
+            "{}",
+            load::per_request_table(&p.counts, p.n as u64).replace("/request", "/Cert")
+        );
+    }
+}
