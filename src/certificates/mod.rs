@@ -7,6 +7,7 @@ pub(crate) mod fixtures;
 pub mod go;
 pub mod keys;
 pub mod matching;
+pub mod next_key;
 pub mod policy;
 pub mod renewal;
 pub mod rotation;

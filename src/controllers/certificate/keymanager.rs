@@ -1,10 +1,11 @@
 //! The key manager: while a Certificate is issuing, keeps the private key of the next
-//! certificate in a Secret of its own (labelled, controlled by the Certificate, named in
-//! `status.nextPrivateKeySecretName`); when not issuing, deletes it. `rotationPolicy: Never`
+//! certificate in a Secret of its own (labelled, controlled by the Certificate, under the name
+//! [`next_key_name`] derives from its UID); when not issuing, deletes it. `rotationPolicy: Never`
 //! reuses the key already in the target Secret.
 //!
-//! The Secret's name is derived from the Certificate's UID, so a retry after a crash finds the
-//! Secret it made instead of making a second one.
+//! The derived name is how every controller finds the key Secret: a retry after a crash finds
+//! the Secret it made instead of making a second one, and no status field names it (one write
+//! less each way, and nothing whoever may write status could point elsewhere).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::status::document;
 use super::{CertificateContext, Error, computed, execute, log_and_retry, observe};
@@ -23,6 +23,7 @@ use crate::api::certmanager::{Certificate, ISSUING};
 use crate::certificates::go::list as go_list;
 use crate::certificates::keys::{data, label};
 use crate::certificates::matching::private_key_matches_spec;
+pub use crate::certificates::next_key::next_key_name;
 use crate::certificates::rotation::RotationPolicy;
 use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::kit::events::Notice;
@@ -62,49 +63,33 @@ impl std::fmt::Debug for Facts<'_> {
     }
 }
 
-/// The deterministic name of a Certificate's next-key Secret. Never the target Secret's name,
-/// which anyone who reads the Certificate's UID could give it: that Secret is never taken for a
-/// key Secret, so the key Secret could then never be made.
-pub fn next_key_name(crt: &Certificate) -> String {
-    let name = crt.name_any();
-    let digest = hex::encode(Sha256::digest(crt.uid().unwrap_or_default().as_bytes()));
-    let prefix: String = name.chars().take(253 - 9).collect();
-    let prefix = prefix.trim_end_matches(['-', '.']);
-    let first = format!("{prefix}-{}", &digest[..8]);
-    if first == crt.spec.secret_name {
-        format!("{prefix}-{}", &digest[8..16])
-    } else {
-        first
-    }
-}
-
-/// The key manager's plan. The name goes into status before its Secret is made (the Secret's
-/// watch event then finds it named) and out of status before its Secret goes.
+/// The key manager's plan. While issuing: the key Secret of the derived name is kept when good
+/// and made when missing, every other key Secret of the Certificate deleted first (one of
+/// another name, such as cert-manager's generated one a migrated Certificate's status still
+/// names, is never used). No status is written then. When not issuing, the key Secrets go, and
+/// a `nextPrivateKeySecretName` an earlier version of this manager applied (same field manager)
+/// is removed once, so an upgrade leaves no stale name behind.
 pub fn decide(facts: &Facts<'_>) -> FullPlan<KeyNeeded> {
     let crt = facts.certificate;
-    let named = crt
-        .status
-        .as_ref()
-        .and_then(|s| s.next_private_key_secret_name.clone());
     if !crt.has_true(ISSUING) {
+        let named = crt
+            .status
+            .as_ref()
+            .is_some_and(|s| s.next_private_key_secret_name.is_some());
         let plan = Plan {
-            status: named.is_some().then(|| document(json!({}))),
+            status: named.then(|| document(json!({}))),
             event: None,
             next: Next::AwaitChange,
         };
         return plan.followed_by(deletes(&facts.owned));
     }
-    match facts.owned.as_slice() {
-        [] => create(facts, named),
-        [one] => check(facts, one, named),
-        many => {
-            let extra: Vec<&Secret> = many
-                .iter()
-                .filter(|s| Some(s.name_any()) != named)
-                .copied()
-                .collect();
-            Plan::idle(Next::AwaitChange).followed_by(deletes(&extra))
-        }
+    let name = next_key_name(crt);
+    let (derived, others): (Vec<&Secret>, Vec<&Secret>) =
+        facts.owned.iter().partition(|s| s.name_any() == name);
+    let others = deletes(&others);
+    match derived.first() {
+        Some(secret) => check(facts, secret, others),
+        None => create(facts, &name, others),
     }
 }
 
@@ -112,29 +97,18 @@ fn deletes(secrets: &[&Secret]) -> Vec<Write> {
     secrets.iter().filter_map(|s| Write::delete(*s)).collect()
 }
 
-/// One key Secret exists: adopt it, keep it, or delete it (one made for an earlier issuance).
-fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> FullPlan<KeyNeeded> {
+/// The key Secret of the derived name exists: keep it, or delete it (one made for an earlier
+/// issuance, or whose key no longer decodes or fits the spec) after the `others`.
+fn check(facts: &Facts<'_>, secret: &Secret, others: Vec<Write>) -> FullPlan<KeyNeeded> {
     let delete = |event| {
         let plan = Plan {
             status: None,
             event,
             next: Next::AwaitChange,
         };
-        plan.followed_by(deletes(&[secret]))
+        plan.followed_by(others.iter().cloned().chain(deletes(&[secret])).collect())
     };
     if observe::made_for_another_revision(secret, facts.certificate) {
-        return delete(None);
-    }
-    let Some(named) = named else {
-        let status = document(json!({ "nextPrivateKeySecretName": secret.name_any() }));
-        return Plan {
-            status: Some(status),
-            event: None,
-            next: Next::AwaitChange,
-        }
-        .into();
-    };
-    if named != secret.name_any() {
         return delete(None);
     }
     let Ok(key) = Key::from_pem(secret_key(secret)) else {
@@ -142,7 +116,7 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> FullPlan<
     };
     let violations = private_key_matches_spec(key.spec, &facts.certificate.spec);
     if violations.is_empty() {
-        return FullPlan::idle(Next::AwaitChange);
+        return Plan::idle(Next::AwaitChange).followed_by(others);
     }
     let note = format!(
         "Regenerating private key due to change in fields: {}",
@@ -151,23 +125,15 @@ fn check(facts: &Facts<'_>, secret: &Secret, named: Option<String>) -> FullPlan<
     delete(Some(Notice::normal("Deleted", "KeyManager", &note)))
 }
 
-/// No key Secret of this Certificate yet: make one under the derived name, from a new key or
-/// (`Never`) the target Secret's. A name in status that is not one of its key Secrets (another
-/// Certificate's, or any Secret someone pointed it at) is replaced, never used.
-fn create(facts: &Facts<'_>, named: Option<String>) -> FullPlan<KeyNeeded> {
+/// No key Secret of the derived name yet: make one, from a new key or (`Never`) the target
+/// Secret's, after deleting the `others`.
+fn create(facts: &Facts<'_>, name: &str, others: Vec<Write>) -> FullPlan<KeyNeeded> {
     let crt = facts.certificate;
-    let name = next_key_name(crt);
-    let status = (named.as_deref() != Some(name.as_str()))
-        .then(|| document(json!({ "nextPrivateKeySecretName": name })));
     // Validation reports a bad key spec on Ready; nothing to make.
     let Ok(spec) = KeySpec::of(crt.spec.private_key.as_ref()) else {
-        return FullPlan::idle(Next::AwaitChange);
+        return Plan::idle(Next::AwaitChange).followed_by(others);
     };
-    let new = NewKey {
-        name: &name,
-        status,
-        spec,
-    };
+    let new = NewKey { name, others, spec };
     let never = reuses_key(crt);
     let existing = facts.target.map(secret_key).filter(|k| !k.is_empty());
     match (never, existing) {
@@ -176,11 +142,18 @@ fn create(facts: &Facts<'_>, named: Option<String>) -> FullPlan<KeyNeeded> {
     }
 }
 
-/// The key Secret to make: its name, the status naming it (when status does not yet), the key.
+/// The key Secret to make: its name, the other key Secrets' deletes to do first, the key.
 struct NewKey<'a> {
     name: &'a str,
-    status: Option<serde_json::Value>,
+    others: Vec<Write>,
     spec: KeySpec,
+}
+
+impl NewKey<'_> {
+    /// The deletes of the other key Secrets, then `make` when there is one.
+    fn writes(self, make: Option<Write>) -> Vec<Write> {
+        self.others.into_iter().chain(make).collect()
+    }
 }
 
 /// The key Secret made from a fresh key; first, the fresh key.
@@ -194,11 +167,12 @@ fn fresh_key(facts: &Facts<'_>, new: NewKey<'_>, event: Option<Notice>) -> FullP
         refused: None,
     };
     let plan = Plan {
-        status: new.status,
+        status: None,
         event,
         next: Next::AwaitChange,
     };
-    plan.followed_by(vec![make(facts.certificate, new.name, pem, announce)])
+    let make = make(facts.certificate, new.name, pem, announce);
+    plan.followed_by(new.writes(Some(make)))
 }
 
 /// `rotationPolicy: Never`: the key Secret made from the target Secret's key `pem`, when it
@@ -222,20 +196,21 @@ fn reuse(facts: &Facts<'_>, new: NewKey<'_>, pem: &[u8]) -> FullPlan<KeyNeeded> 
             go_list(&violations)
         );
         let event = Some(Notice::warning("CannotRegenerateKey", "KeyManager", &note));
-        return Plan {
+        let plan = Plan {
             status: None,
             event,
             next: Next::AwaitChange,
-        }
-        .into();
+        };
+        return plan.followed_by(new.writes(None));
     }
     let note = format!("Reusing private key stored in existing Secret resource {secret_name:?}");
     let plan = Plan {
-        status: new.status,
+        status: None,
         event: Some(Notice::normal("Reused", "KeyManager", &note)),
         next: Next::AwaitChange,
     };
-    plan.followed_by(vec![make(crt, new.name, pem, Announce::default())])
+    let make = make(crt, new.name, pem, Announce::default());
+    plan.followed_by(new.writes(Some(make)))
 }
 
 /// The create of the key Secret `name` holding `pem`. One already there was made by an
@@ -284,7 +259,9 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let owned = observe::next_key_secrets(&ctx, &crt);
     let never = reuses_key(&crt);
-    let target = if never && owned.is_empty() && crt.has_true(ISSUING) {
+    let name = next_key_name(&crt);
+    let made = owned.iter().any(|s| s.name_any() == name);
+    let target = if never && !made && crt.has_true(ISSUING) {
         observe::target_secret(&ctx, &crt).await?
     } else {
         None

@@ -11,6 +11,7 @@ use kube::{Api, ResourceExt};
 use super::{CertificateContext, Error};
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::{annotation, label};
+use crate::certificates::next_key::next_key_name;
 use crate::certificates::policy::checks::Input;
 use crate::controllers::kit::index::Index;
 
@@ -95,7 +96,8 @@ pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Opti
 
 /// Whether `secret` is one of `crt`'s next-private-key Secrets: labelled so and controlled by
 /// it. cert-manager v1.21.3 (#9224) trusts `status.nextPrivateKeySecretName` only then:
-/// otherwise whoever may write a Certificate's status could have another's key signed.
+/// otherwise whoever may write a Certificate's status could have another's key signed (this
+/// manager goes further: it finds the key Secret by its derived name, never by status).
 ///
 /// The target Secret (`spec.secretName`) never is one, whatever its labels: a
 /// `cert-manager.io/next-private-key` label in `spec.secretTemplate` (cert-manager's webhook
@@ -132,13 +134,14 @@ pub fn made_for_another_revision(secret: &Secret, crt: &Certificate) -> bool {
         .is_some_and(|r| r.parse::<i64>().ok() != Some(next_revision(crt)))
 }
 
-/// The Secret `status.nextPrivateKeySecretName` names, if it is one of `crt`'s key Secrets,
-/// made for its next revision.
+/// The Secret of `crt`'s derived next-key name ([`next_key_name`]), if it is one of its key
+/// Secrets, made for its next revision. `status.nextPrivateKeySecretName` is not read: whoever
+/// may write a Certificate's status cannot point it at anything.
 pub fn trusted_next_key(ctx: &CertificateContext, crt: &Certificate) -> Option<Arc<Secret>> {
-    let name = crt.status.as_ref()?.next_private_key_secret_name.as_deref()?;
+    let name = next_key_name(crt);
     let secret = ctx
         .secrets
-        .get(&ObjectRef::new(name).within(&crt.namespace().unwrap_or_default()))?;
+        .get(&ObjectRef::new(&name).within(&crt.namespace().unwrap_or_default()))?;
     (is_next_key_of(&secret, crt) && !made_for_another_revision(&secret, crt)).then_some(secret)
 }
 

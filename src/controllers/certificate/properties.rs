@@ -62,6 +62,7 @@ struct World {
     attempts: Option<i64>,
     failed_at: Option<i64>,
     renewal_at: Option<i64>,
+    /// `status.nextPrivateKeySecretName` (an earlier version's, or anyone's): never trusted.
     named: Option<&'static str>,
     rotation: &'static str,
     limit: Option<i32>,
@@ -319,9 +320,10 @@ fn input(w: &World) -> Input {
     super::observe::chain_input(&crt, target(w), &requests, now())
 }
 
-/// The next key as the controllers read it: the trusted key Secret's key, decoded.
+/// The next key as the controllers read it: the trusted key Secret's key, decoded. The
+/// Secret is found by its derived name; the name in status (any of `World::named`) is ignored.
 fn next_key(crt: &Certificate, secrets: &[k8s_openapi::api::core::v1::Secret]) -> Option<(String, Key)> {
-    let named = crt.status.as_ref()?.next_private_key_secret_name.as_deref()?;
+    let named = keymanager::next_key_name(crt);
     let secret = secrets.iter().find(|s| s.name_any() == named)?;
     let trusted = super::observe::is_next_key_of(secret, crt)
         && !super::observe::made_for_another_revision(secret, crt);
@@ -329,7 +331,7 @@ fn next_key(crt: &Certificate, secrets: &[k8s_openapi::api::core::v1::Secret]) -
     trusted
         .then(|| Key::from_pem(&pem.0).ok())
         .flatten()
-        .map(|key| (named.to_string(), key))
+        .map(|key| (named, key))
 }
 
 const HOUR: Duration = Duration::from_secs(3600);

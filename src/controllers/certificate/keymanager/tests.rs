@@ -2,6 +2,7 @@ use super::*;
 use crate::certificates::fixtures::{self, key, key_pem};
 use crate::controllers::certificate::testing::{deleted, event, with_condition, with_status};
 use crate::controllers::kit::plan::Create;
+use sha2::{Digest, Sha256};
 
 fn crt(issuing: bool, named: Option<&str>, policy: &str) -> Certificate {
     let mut crt = fixtures::certificate("web", fixtures::spec());
@@ -44,20 +45,35 @@ enum Source {
     Reuse(Vec<u8>),
 }
 
-/// What a plan writes besides status.
-#[derive(Debug, Clone, PartialEq)]
-enum Then {
-    Nothing,
-    Delete(Vec<&'static str>),
-    Create(String, Source),
+/// What a plan writes besides status: the key Secrets it deletes, in order, then the one it
+/// creates (name and the source of its key), if any.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct Then {
+    gone: Vec<String>,
+    made: Option<(String, Source)>,
+}
+
+impl Then {
+    fn nothing() -> Self {
+        Then::default()
+    }
+
+    /// These deleted, then this created.
+    fn and_create(mut self, name: &str, source: Source) -> Self {
+        self.made = Some((name.to_string(), source));
+        self
+    }
 }
 
 fn create(name: &str, source: Source) -> Then {
-    Then::Create(name.to_string(), source)
+    Then::nothing().and_create(name, source)
 }
 
-fn delete(names: &[&'static str]) -> Then {
-    Then::Delete(names.to_vec())
+fn delete(names: &[&str]) -> Then {
+    Then {
+        gone: names.iter().map(|n| (*n).to_string()).collect(),
+        made: None,
+    }
 }
 
 /// The name and `tls.key` of the key Secret `plan` creates, if it creates one.
@@ -76,11 +92,12 @@ fn created(plan: &FullPlan<KeyNeeded>) -> Option<(String, Vec<u8>)> {
 }
 
 /// Decides on `facts` as the reconcile does: once, and when a key is asked for, again with
-/// [`FRESH`]. Checks what each step wrote against `then`; returns the final plan.
+/// [`FRESH`]. Checks what each step wrote against `then` (a create after every delete);
+/// returns the final plan.
 fn decide_as_reconcile(name: &str, facts: Facts<'_>, then: &Then) -> FullPlan<KeyNeeded> {
     let first = decide(&facts);
-    let plan = match (&first.plan.next, then) {
-        (Next::Work(KeyNeeded(spec)), Then::Create(_, Source::Generate(want))) => {
+    let plan = match (&first.plan.next, &then.made) {
+        (Next::Work(KeyNeeded(spec)), Some((_, Source::Generate(want)))) => {
             assert_eq!(spec, want, "{name}");
             assert_eq!(first, FullPlan::idle(Next::Work(KeyNeeded(*spec))), "{name}");
             decide(&Facts {
@@ -90,16 +107,17 @@ fn decide_as_reconcile(name: &str, facts: Facts<'_>, then: &Then) -> FullPlan<Ke
         }
         _ => first,
     };
-    let (made, gone) = (created(&plan), deleted(&plan));
-    match then {
-        Then::Nothing => assert_eq!((made, gone.len()), (None, 0), "{name}"),
-        Then::Delete(names) => assert_eq!((made, &gone), (None, names), "{name}"),
-        Then::Create(secret, Source::Generate(_)) => {
-            assert_eq!(made, Some((secret.clone(), FRESH.to_vec())), "{name}");
-        }
-        Then::Create(secret, Source::Reuse(pem)) => {
-            assert_eq!(made, Some((secret.clone(), pem.clone())), "{name}");
-        }
+    let want_made = then.made.as_ref().map(|(secret, source)| match source {
+        Source::Generate(_) => (secret.clone(), FRESH.to_vec()),
+        Source::Reuse(pem) => (secret.clone(), pem.clone()),
+    });
+    let want_gone: Vec<&str> = then.gone.iter().map(String::as_str).collect();
+    assert_eq!((created(&plan), deleted(&plan)), (want_made, want_gone), "{name}");
+    if then.made.is_some() {
+        assert!(
+            matches!(plan.writes().last(), Some(Write::Create(_))),
+            "{name}: the create comes last"
+        );
     }
     assert_eq!(plan.plan.next, Next::AwaitChange, "{name}");
     plan
@@ -107,141 +125,160 @@ fn decide_as_reconcile(name: &str, facts: Facts<'_>, then: &Then) -> FullPlan<Ke
 
 #[test]
 fn key_manager_table() {
+    let derived = next_key_name(&crt(true, None, ""));
+    let good = key_secret_named(&derived, &ec_pem());
+    let good_rsa = key_secret_named(&derived, &rsa_pem());
+    let good_garbage = key_secret_named(&derived, b"not a key");
     let k1 = key_secret_named("k1", &ec_pem());
     let k2 = key_secret_named("k2", &ec_pem());
-    let k1_rsa = key_secret_named("k1", &rsa_pem());
-    let k1_garbage = key_secret_named("k1", b"not a key");
     let target_ec = fixtures::secret(&[(data::TLS_KEY, &ec_pem())], &[]);
     let target_rsa = fixtures::secret(&[(data::TLS_KEY, &rsa_pem())], &[]);
     let target_garbage = fixtures::secret(&[(data::TLS_KEY, b"garbage")], &[]);
-    let derived = next_key_name(&crt(true, None, ""));
     let generate = Source::Generate(KeySpec::Ecdsa(256));
     struct Case<'a> {
         name: &'static str,
         crt: Certificate,
         owned: Vec<&'a Secret>,
         target: Option<&'a Secret>,
-        #[allow(clippy::option_option)]
-        // no status apply, one without `nextPrivateKeySecretName`, or one with it
-        status: Option<Option<&'a str>>,
+        /// Whether the plan applies the status document that drops `nextPrivateKeySecretName`
+        /// (otherwise: no status apply at all).
+        clears: bool,
         reason: Option<&'static str>,
         then: Then,
     }
     let rows = vec![
         Case {
-            name: "not issuing: delete the key Secrets, unset the name",
-            crt: crt(false, Some("k1"), ""),
-            owned: vec![&k1],
+            name: "not issuing: delete the key Secrets, drop a name an earlier version wrote",
+            crt: crt(false, Some(&derived), ""),
+            owned: vec![&good],
             target: None,
-            status: Some(None),
+            clears: true,
             reason: None,
-            then: delete(&["k1"]),
+            then: delete(&[&derived]),
+        },
+        Case {
+            name: "not issuing, no name in status: delete the key Secrets, no status",
+            crt: crt(false, None, ""),
+            owned: vec![&good, &k2],
+            target: None,
+            clears: false,
+            reason: None,
+            then: delete(&[&derived, "k2"]),
         },
         Case {
             name: "not issuing, nothing there",
             crt: crt(false, None, ""),
             owned: vec![],
             target: None,
-            status: None,
+            clears: false,
             reason: None,
-            then: Then::Nothing,
+            then: Then::nothing(),
         },
         Case {
-            name: "issuing, no key yet: a new key under the derived name",
+            name: "issuing, no key yet: a new key under the derived name, no status",
             crt: crt(true, None, ""),
             owned: vec![],
             target: None,
-            status: Some(Some(&derived)),
+            clears: false,
             reason: None,
             then: create(&derived, generate.clone()),
         },
         Case {
-            name: "a name in status that is no key Secret of its own is replaced",
+            name: "a name in status is neither used nor written while issuing",
             crt: crt(true, Some("x"), ""),
             owned: vec![],
             target: None,
-            status: Some(Some(&derived)),
+            clears: false,
             reason: None,
             then: create(&derived, generate.clone()),
         },
         Case {
-            name: "the derived name already in status: only the Secret is made",
+            name: "the derived name in status (an earlier version's): only the Secret is made",
             crt: crt(true, Some(&derived), ""),
             owned: vec![],
             target: None,
-            status: None,
+            clears: false,
             reason: None,
             then: create(&derived, generate.clone()),
         },
         Case {
-            name: "one key Secret, no name: adopted",
+            name: "the key Secret of the derived name is good",
             crt: crt(true, None, ""),
-            owned: vec![&k1],
+            owned: vec![&good],
             target: None,
-            status: Some(Some("k1")),
+            clears: false,
             reason: None,
-            then: Then::Nothing,
+            then: Then::nothing(),
         },
         Case {
-            name: "the named key Secret is good",
+            name: "a key Secret of another name, named in status (cert-manager's): replaced",
             crt: crt(true, Some("k1"), ""),
             owned: vec![&k1],
             target: None,
-            status: None,
+            clears: false,
             reason: None,
-            then: Then::Nothing,
-        },
-        Case {
-            name: "a key Secret under another name",
-            crt: crt(true, Some("k2"), ""),
-            owned: vec![&k1],
-            target: None,
-            status: None,
-            reason: None,
-            then: delete(&["k1"]),
+            then: delete(&["k1"]).and_create(&derived, generate.clone()),
         },
         Case {
             name: "the key no longer matches the spec",
-            crt: crt(true, Some("k1"), ""),
-            owned: vec![&k1_rsa],
+            crt: crt(true, None, ""),
+            owned: vec![&good_rsa],
             target: None,
-            status: None,
+            clears: false,
             reason: Some("Deleted"),
-            then: delete(&["k1"]),
+            then: delete(&[&derived]),
         },
         Case {
             name: "the key does not decode",
-            crt: crt(true, Some("k1"), ""),
-            owned: vec![&k1_garbage],
+            crt: crt(true, None, ""),
+            owned: vec![&good_garbage],
             target: None,
-            status: None,
+            clears: false,
             reason: None,
-            then: delete(&["k1"]),
+            then: delete(&[&derived]),
         },
         Case {
-            name: "two key Secrets: keep the named one",
-            crt: crt(true, Some("k1"), ""),
-            owned: vec![&k1, &k2],
+            name: "two key Secrets: keep the derived one",
+            crt: crt(true, Some("k2"), ""),
+            owned: vec![&good, &k2],
             target: None,
-            status: None,
+            clears: false,
             reason: None,
             then: delete(&["k2"]),
+        },
+        Case {
+            name: "two key Secrets, the derived one stale: the other first, then it",
+            crt: crt(true, None, ""),
+            owned: vec![&good_rsa, &k2],
+            target: None,
+            clears: false,
+            reason: Some("Deleted"),
+            then: delete(&["k2", &derived]),
         },
         Case {
             name: "Never: reuse the Secret's key",
             crt: crt(true, None, "Never"),
             owned: vec![],
             target: Some(&target_ec),
-            status: Some(Some(&derived)),
+            clears: false,
             reason: Some("Reused"),
             then: create(&derived, Source::Reuse(ec_pem())),
+        },
+        Case {
+            name: "Never, a key Secret of another name: deleted, the Secret's key reused",
+            crt: crt(true, None, "Never"),
+            owned: vec![&k1],
+            target: Some(&target_ec),
+            clears: false,
+            reason: Some("Reused"),
+            then: delete(&["k1"]).and_create(&derived, Source::Reuse(ec_pem())),
         },
         Case {
             name: "Never, key undecodable: a new one",
             crt: crt(true, None, "Never"),
             owned: vec![],
             target: Some(&target_garbage),
-            status: Some(Some(&derived)),
+            clears: false,
             reason: Some("DecodeFailed"),
             then: create(&derived, generate.clone()),
         },
@@ -250,16 +287,16 @@ fn key_manager_table() {
             crt: crt(true, None, "Never"),
             owned: vec![],
             target: Some(&target_rsa),
-            status: None,
+            clears: false,
             reason: Some("CannotRegenerateKey"),
-            then: Then::Nothing,
+            then: Then::nothing(),
         },
         Case {
             name: "Never, no Secret yet: a new key",
             crt: crt(true, None, "Never"),
             owned: vec![],
             target: None,
-            status: Some(Some(&derived)),
+            clears: false,
             reason: None,
             then: create(&derived, generate.clone()),
         },
@@ -268,7 +305,7 @@ fn key_manager_table() {
             crt: crt(true, None, "Always"),
             owned: vec![],
             target: Some(&target_ec),
-            status: Some(Some(&derived)),
+            clears: false,
             reason: None,
             then: create(&derived, generate.clone()),
         },
@@ -278,7 +315,7 @@ fn key_manager_table() {
         crt,
         owned,
         target,
-        status,
+        clears,
         reason,
         then,
     } in rows
@@ -290,22 +327,18 @@ fn key_manager_table() {
             generated: None,
         };
         let FullPlan { plan, .. } = decide_as_reconcile(name, facts, &then);
-        let applied = plan.status.as_ref().map(|doc| {
-            doc["status"]
-                .get("nextPrivateKeySecretName")
-                .and_then(|v| v.as_str())
-        });
-        assert_eq!(applied, status, "{name}");
+        assert_eq!(plan.status, clears.then(|| document(json!({}))), "{name}");
         assert_eq!(event(&plan).map(|e| e.1).as_deref(), reason, "{name}");
     }
 }
 
 #[test]
 fn event_messages_are_cert_managers() {
-    let k1_rsa = key_secret_named("k1", &rsa_pem());
+    let crt_rsa = crt(true, None, "");
+    let derived_rsa = key_secret_named(&next_key_name(&crt_rsa), &rsa_pem());
     let plan = decide(&Facts {
-        certificate: &crt(true, Some("k1"), ""),
-        owned: vec![&k1_rsa],
+        certificate: &crt_rsa,
+        owned: vec![&derived_rsa],
         target: None,
         generated: None,
     });
@@ -366,8 +399,11 @@ fn the_key_secret_is_labelled_owned_and_named_from_the_uid() {
 
 #[test]
 fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
+    // Revision 1 is in the Secret: the next key is for revision 2.
+    let crt = with_status(crt(true, None, "Always"), |s| s.revision = Some(1));
+    let derived = next_key_name(&crt);
     let annotated = |revision: &str| {
-        let mut secret = key_secret_named("k1", &ec_pem());
+        let mut secret = key_secret_named(&derived, &ec_pem());
         secret.metadata.annotations = Some(
             [(observe::KEY_REVISION.to_string(), revision.to_string())]
                 .into_iter()
@@ -375,20 +411,18 @@ fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
         );
         secret
     };
-    // Revision 1 is in the Secret: the next key is for revision 2.
-    let crt = with_status(crt(true, Some("k1"), "Always"), |s| s.revision = Some(1));
     let rows = [
         (
             "made for revision 1, already used",
             annotated("1"),
-            delete(&["k1"]),
+            delete(&[&derived]),
         ),
-        ("made for revision 2", annotated("2"), Then::Nothing),
-        ("not a number", annotated("two"), delete(&["k1"])),
+        ("made for revision 2", annotated("2"), Then::nothing()),
+        ("not a number", annotated("two"), delete(&[&derived])),
         (
-            "made by cert-manager: adopted as it is",
-            key_secret_named("k1", &ec_pem()),
-            Then::Nothing,
+            "no revision annotation: kept as it is",
+            key_secret_named(&derived, &ec_pem()),
+            Then::nothing(),
         ),
     ];
     for (name, secret, then) in rows {
@@ -401,7 +435,7 @@ fn a_key_secret_made_for_the_last_revision_is_deleted_not_used() {
         decide_as_reconcile(name, facts, &then);
         assert_eq!(
             observe::made_for_another_revision(&secret, &crt),
-            then != Then::Nothing,
+            then != Then::nothing(),
             "{name}"
         );
     }
