@@ -189,8 +189,8 @@ async fn the_key_manager_drops_a_name_an_earlier_version_wrote() {
     no_more_requests(&mut handle).await;
 
     let crt = certificate(ready, json!({}));
-    let (ctx, mut handle) = ctx(vec![crt.clone()], vec![]);
-    finish(tokio::spawn(keymanager::reconcile(Arc::new(crt), ctx.clone())))
+    let (quiet, mut handle) = self::ctx(vec![crt.clone()], vec![]);
+    finish(tokio::spawn(keymanager::reconcile(Arc::new(crt), quiet.clone())))
         .await
         .unwrap();
     no_more_requests(&mut handle).await;
