@@ -1,8 +1,9 @@
 //! Standalone mode and cert-manager's security fix #9224 (v1.21.3): whoever may write a
 //! Certificate's status must not get another key signed by pointing
-//! `status.nextPrivateKeySecretName` at it. The Secret it names is used only when it carries
-//! the next-private-key label and a controller ownerRef to this Certificate; otherwise the
-//! Certificate is issued from a key of its own and the named Secret is left alone.
+//! `status.nextPrivateKeySecretName` at it. Standalone mode never reads that field: the next
+//! key is only ever the Secret of the name derived from the Certificate's UID, labelled as a
+//! next private key and controlled by the Certificate. The Certificate is issued from a key of
+//! its own and the Secret the status names is left alone.
 
 mod standalone;
 
