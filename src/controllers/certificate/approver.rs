@@ -50,8 +50,8 @@ pub enum Verdict {
 }
 
 /// Whether `cr` is `owner`'s next request, made from the key `next_key` gives (the key the
-/// Secret that `status.nextPrivateKeySecretName` names holds, when trusted): called, and so
-/// the key decoded, only once every other check passed.
+/// trusted next-key Secret of the derived name holds): called, and so the key decoded, only
+/// once every other check passed.
 pub fn verdict(
     cr: &CertificateRequest,
     owner: Option<&Certificate>,
