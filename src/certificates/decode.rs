@@ -86,9 +86,44 @@ pub fn certificates(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     Ok(ders)
 }
 
-/// The DER of the leaf certificate of a PEM bundle.
+/// The DER of the leaf certificate of a PEM bundle, remembered by the bundle's SHA-256: the
+/// policy checks, readiness and the trigger each read the same unchanged `tls.crt`, and
+/// decoding and checking every certificate of its chain cost most of a Ready Certificate's
+/// reconcile.
 pub fn leaf_certificate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    certificates(bytes).map(|mut ders| ders.swap_remove(0))
+    static MEMO: Memo<Vec<u8>> = Memo::new();
+    MEMO.get_or(bytes, |bytes| {
+        certificates(bytes).map(|mut ders| ders.swap_remove(0))
+    })
+}
+
+/// Values derived from bytes, remembered by the bytes' SHA-256 (never the bytes), at most
+/// [`MEMO_MAX`] of them: past it, the memo starts over. Errors are not remembered.
+struct Memo<V>(std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<[u8; 32], V>>>);
+
+/// Entries beyond which a [`Memo`] starts over.
+const MEMO_MAX: usize = 16_384;
+
+impl<V: Clone> Memo<V> {
+    const fn new() -> Self {
+        Memo(std::sync::LazyLock::new(Default::default))
+    }
+
+    fn get_or<E>(&self, bytes: &[u8], derive: impl FnOnce(&[u8]) -> Result<V, E>) -> Result<V, E> {
+        use sha2::{Digest, Sha256};
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(value) = lock().get(&digest) {
+            return Ok(value.clone());
+        }
+        let value = derive(bytes)?;
+        let mut memo = lock();
+        if memo.len() >= MEMO_MAX {
+            memo.clear();
+        }
+        memo.insert(digest, value.clone());
+        Ok(value)
+    }
 }
 
 /// The DER of the CSR in a CertificateRequest's `spec.request`.
@@ -122,31 +157,13 @@ impl KeyFacts {
     }
 }
 
-/// Keys whose facts [`private_key_facts`] remembers; past it, it starts over.
-const KEY_FACTS_MAX: usize = 16_384;
-
-type FactsMemo = std::collections::HashMap<[u8; 32], KeyFacts>;
-
 /// [`private_key`]'s [`KeyFacts`], remembered by the SHA-256 of the PEM (never the key itself):
 /// decoding and checking a key, then deriving its public half, cost more than the rest of a
 /// policy check of a Ready Certificate (an RSA key's check most of all), and each look at an
 /// unchanged Secret would pay it again.
 pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
-    use sha2::{Digest, Sha256};
-    static MEMO: std::sync::LazyLock<std::sync::Mutex<FactsMemo>> =
-        std::sync::LazyLock::new(Default::default);
-    let digest: [u8; 32] = Sha256::digest(bytes).into();
-    let lock = || MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(facts) = lock().get(&digest) {
-        return Ok(facts.clone());
-    }
-    let facts = KeyFacts::of(&private_key(bytes)?);
-    let mut memo = lock();
-    if memo.len() >= KEY_FACTS_MAX {
-        memo.clear();
-    }
-    memo.insert(digest, facts.clone());
-    Ok(facts)
+    static MEMO: Memo<KeyFacts> = Memo::new();
+    MEMO.get_or(bytes, |bytes| private_key(bytes).map(|key| KeyFacts::of(&key)))
 }
 
 /// Whether the public key `public` (from a certificate or CSR) is the public half of `key`;
