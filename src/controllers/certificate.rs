@@ -37,7 +37,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
-use super::kit::plan::{self, FullPlan, Next, Target};
+use super::kit::plan::{self, FullPlan, Next, Target, Write};
 use super::kit::secrets::SecretIndex;
 use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
@@ -67,8 +67,16 @@ pub struct CertificateContext {
 /// of that same copy (woken by a Secret or request event that overtook the Certificate's own)
 /// would decide on a status the controller has already changed, and write it again: skipped,
 /// the write's own watch event brings the Certificate back.
+///
+/// Beside it, the UIDs of the objects the controllers deleted (key Secrets, requests), until
+/// the start over: a shared reflector passes on no deletes (kube-rs/kube#1590), so the cache
+/// shows a deleted object until the watch event comes, and a reconcile in between would delete
+/// it again.
 #[derive(Default)]
-struct Acted(std::sync::Mutex<std::collections::HashMap<(&'static str, String), String>>);
+struct Acted {
+    based_on: std::sync::Mutex<std::collections::HashMap<(&'static str, String), String>>,
+    deleted: std::sync::Mutex<std::collections::HashSet<String>>,
+}
 
 /// Entries beyond which [`Acted`] starts over: an entry normally lives one watch round trip,
 /// but one for a Certificate deleted in that time would stay.
@@ -76,7 +84,32 @@ const ACTED_MAX: usize = 65_536;
 
 impl Acted {
     fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(&'static str, String), String>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.based_on
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn deleted_set(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.deleted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The controllers deleted the objects of `uids`.
+    fn deleted(&self, uids: Vec<String>) {
+        if uids.is_empty() {
+            return;
+        }
+        let mut deleted = self.deleted_set();
+        if deleted.len() + uids.len() > ACTED_MAX {
+            deleted.clear();
+        }
+        deleted.extend(uids);
+    }
+
+    /// Whether a controller has deleted the object of `uid`.
+    fn was_deleted(&self, uid: Option<&str>) -> bool {
+        uid.is_some_and(|uid| self.deleted_set().contains(uid))
     }
 
     /// Whether `crt` is the copy `manager` has already written on.
@@ -145,6 +178,12 @@ impl CertificateContext {
         acts_on(crt) && !self.acted.stale(manager, crt)
     }
 
+    /// Whether a Certificate controller has deleted the object with `meta` (the cache may
+    /// still show it).
+    pub fn deleted(&self, meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> bool {
+        self.acted.was_deleted(meta.uid.as_deref())
+    }
+
     /// Forgets the failures of `key` after a reconcile that went through.
     pub fn settled(&self, key: &str) {
         self.backoff.reset(key);
@@ -165,8 +204,17 @@ pub async fn execute<W>(
         manager,
         events: &ctx.events,
     };
+    let plan = plan.into();
+    let deleted: Vec<String> = plan
+        .writes()
+        .filter_map(|w| match w {
+            Write::Delete { uid, .. } => Some(uid.clone()),
+            _ => None,
+        })
+        .collect();
     let (written, next) = plan::execute(target, plan).await?;
     ctx.acted.record(manager, crt, written.as_deref());
+    ctx.acted.deleted(deleted);
     Ok(next)
 }
 

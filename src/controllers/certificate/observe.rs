@@ -52,7 +52,7 @@ pub fn next_revision(crt: &Certificate) -> i64 {
 /// The requests `crt` controls, from the cache, by name.
 pub fn owned_requests(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<CertificateRequest>> {
     owned(&ctx.requests, &ctx.indexes.requests, crt)
-        .filter(|cr| controlled_by(&cr.metadata, crt))
+        .filter(|cr| controlled_by(&cr.metadata, crt) && !ctx.deleted(&cr.metadata))
         .collect()
 }
 
@@ -116,7 +116,7 @@ pub fn is_next_key_of(secret: &Secret, crt: &Certificate) -> bool {
 /// `crt`'s next-private-key Secrets, from the cache.
 pub fn next_key_secrets(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<Secret>> {
     owned(&ctx.secrets, &ctx.indexes.key_secrets, crt)
-        .filter(|s| is_next_key_of(s, crt))
+        .filter(|s| is_next_key_of(s, crt) && !ctx.deleted(&s.metadata))
         .collect()
 }
 
