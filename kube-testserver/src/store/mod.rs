@@ -6,6 +6,7 @@
 
 mod delete;
 mod foreground;
+mod index;
 mod kinds;
 mod managed;
 mod write;
@@ -80,6 +81,8 @@ pub struct Change {
     pub object: Value,
     /// The object before a modification, so selector watches can turn it into ADDED/DELETED.
     pub old: Option<Value>,
+    /// This change as watchers have rendered it.
+    pub lines: crate::watch::Lines,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -155,6 +158,7 @@ pub struct Store {
     /// Changes at or below this resourceVersion may be missing from `history`.
     compacted: u64,
     changes: broadcast::Sender<Arc<Change>>,
+    index: index::Index,
 }
 
 fn rv_of(obj: &Value) -> Option<&str> {
@@ -184,6 +188,7 @@ impl Store {
             history_limit: history_limit.max(1),
             compacted: 0,
             changes,
+            index: index::Index::default(),
         };
         let ns_type = store
             .registry
@@ -233,6 +238,9 @@ impl Store {
                 Some(std::mem::replace(&mut entry.obj, obj.clone()))
             }
         };
+        let loc = (storage.clone(), key.clone());
+        let new = (kind != ChangeKind::Deleted).then_some(&obj);
+        self.index.update(&loc, old.as_ref(), new);
         let change = Arc::new(Change {
             rv: self.rv,
             storage: storage.clone(),
@@ -240,6 +248,7 @@ impl Store {
             kind,
             object: obj.clone(),
             old: old.filter(|o| !o.is_null() && kind == ChangeKind::Modified),
+            lines: Default::default(),
         });
         self.history.push_back(Arc::clone(&change));
         while self.history.len() > self.history_limit {
