@@ -267,16 +267,14 @@ impl Store {
 
     /// Objects in key order (namespace, then name), as etcd returns them.
     pub fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<(ObjKey, Value)> {
-        self.entries(&rt.storage)
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| ns.is_none_or(|ns| k.namespace == ns))
-            .map(|(k, e)| (k.clone(), e.obj.clone()))
+        self.scan(rt, ns, None)
+            .map(|(k, o)| (k.clone(), o.clone()))
             .collect()
     }
 
     /// Objects after `after` in key order, borrowed: a page of a paginated list costs the page,
-    /// not a copy of every object of the kind (kube's reflectors list in pages of 500).
+    /// not a copy of every object of the kind (kube's reflectors list in pages of 500). Keys
+    /// sort by namespace first, so one namespace's objects are one range of them.
     pub fn scan<'a>(
         &'a self,
         rt: &ResourceType,
@@ -284,11 +282,20 @@ impl Store {
         after: Option<&ObjKey>,
     ) -> impl Iterator<Item = (&'a ObjKey, &'a Value)> + 'a {
         use std::ops::Bound;
-        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        let first = ns.map(|ns| ObjKey {
+            namespace: ns.to_string(),
+            name: String::new(),
+        });
+        let lower = match (after, first) {
+            (Some(a), Some(first)) if *a < first => Bound::Included(first),
+            (Some(a), _) => Bound::Excluded(a.clone()),
+            (None, Some(first)) => Bound::Included(first),
+            (None, None) => Bound::Unbounded,
+        };
         self.entries(&rt.storage)
             .into_iter()
             .flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
-            .filter(move |(k, _)| ns.is_none_or(|ns| k.namespace == ns))
+            .take_while(move |(k, _)| ns.is_none_or(|ns| k.namespace == ns))
             .map(|(k, e)| (k, &e.obj))
     }
 
