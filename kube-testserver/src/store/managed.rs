@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{ApplyRequest, ManagerKey, ObjKey, Store, Sub, WriteOptions, ns_key, rv_of};
+use super::{
+    ApplyRequest, ManagerKey, ObjKey, Store, Sub, WriteOptions, ns_key, rv_of, write::equal_without,
+};
 use crate::{
     apply::{self, Apply},
     convert,
@@ -32,6 +34,22 @@ fn managed_fields_of(obj: &Value) -> Vec<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
+}
+
+/// Whether `old` without its managedFields is `new` (which has none), compared in place.
+fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
+    let (Some(old_meta), Some(new_meta)) = (meta::metadata(old), meta::metadata(new)) else {
+        // Not the stored shape: compare as the stored shape would be.
+        let mut old = old.clone();
+        meta::metadata_mut(&mut old).remove("managedFields");
+        return old == *new;
+    };
+    equal_without(old, new, &["metadata"])
+        && old_meta.len() - usize::from(old_meta.contains_key("managedFields")) == new_meta.len()
+        && old_meta
+            .iter()
+            .filter(|(k, _)| *k != "managedFields")
+            .all(|(k, v)| new_meta.get(k) == Some(v))
 }
 
 impl Store {
@@ -146,11 +164,7 @@ impl Store {
             return;
         }
         let previous = old.map(managed_fields_of).unwrap_or_default();
-        let changed = old.is_none_or(|old| {
-            let mut old = old.clone();
-            meta::metadata_mut(&mut old).remove("managedFields");
-            old != *new
-        });
+        let changed = old.is_none_or(|old| !same_but_managed_fields(old, new));
         let api_version = rt.api_version();
         let now = meta::now_rfc3339();
         let cx = Context {
