@@ -42,6 +42,11 @@ impl WatchSpec {
     /// decodes (prunes and defaults) with the old schema, until it tears that storage down,
     /// up to two request timeouts later (apiextensions-apiserver `crdHandler.tearDown`).
     fn render(&self, obj: &Value) -> Value {
+        if self.output == Output::Metadata && self.rt.schema.is_none() {
+            // Metadata reads the same in every served form, and only a schema could change
+            // it: no need to copy the whole object (a Secret's data) to keep its metadata.
+            return convert::to_metadata(obj);
+        }
         let mut view = convert::to_view(&self.rt, obj.clone());
         if let Some(schema) = &self.rt.schema {
             schema::check(schema, &mut view);
