@@ -28,11 +28,11 @@ pub struct ApplyRecord {
     pub api_version: String,
 }
 
-fn managed_fields_of(obj: &Value) -> Vec<Value> {
+fn managed_fields_of(obj: &Value) -> &[Value] {
     meta::metadata(obj)
         .and_then(|m| m.get("managedFields"))
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default()
 }
 
@@ -80,9 +80,8 @@ impl Store {
             .iter()
             .map(|k| (k.0.clone(), entry.applied[k].clone()))
             .collect();
-        let current = entry.obj.clone();
         let merged = Apply {
-            current: Some(&current),
+            current: Some(&entry.obj),
             config: &owned,
             previous: previous.as_ref(),
             others: &mut others,
@@ -170,7 +169,7 @@ impl Store {
         let cx = Context {
             object: new,
             schema: rt.schema.as_ref(),
-            previous: &previous,
+            previous,
             applying: apply.map(|r| Applying {
                 manager: &r.key.0,
                 sub: r.key.1,
