@@ -163,8 +163,11 @@ impl Req<'_> {
         };
         let mut matching = store
             .scan(self.rt(), self.target.ns(), after.as_ref())
+            // Labels are in metadata, the same in every served form: only what they select
+            // is copied.
+            .filter(|(_, o)| labels.matches(o))
             .map(|(k, o)| (k, convert::to_view(self.rt(), o.clone())))
-            .filter(|(_, o)| labels.matches(o) && fields.matches(o));
+            .filter(|(_, o)| fields.matches(o));
         let page: Vec<(ObjKey, Value)> = matching
             .by_ref()
             .take(limit.unwrap_or(usize::MAX))

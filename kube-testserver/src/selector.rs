@@ -156,6 +156,11 @@ impl FieldSelector {
         }
     }
 
+    /// Whether this selects every object (no terms).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(path, eq, want)| {
             let found = path.split('.').try_fold(obj, |v, key| v.get(key));

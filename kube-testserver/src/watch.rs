@@ -1,6 +1,10 @@
 //! Watch streams: newline-delimited JSON `WatchEvent`s over a chunked response.
 
-use std::{convert::Infallible, sync::Arc, time::Duration};
+use std::{
+    convert::Infallible,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use axum::body::Body;
 use bytes::Bytes;
@@ -38,6 +42,11 @@ impl WatchSpec {
     /// decodes (prunes and defaults) with the old schema, until it tears that storage down,
     /// up to two request timeouts later (apiextensions-apiserver `crdHandler.tearDown`).
     fn render(&self, obj: &Value) -> Value {
+        if self.output == Output::Metadata && self.rt.schema.is_none() {
+            // Metadata reads the same in every served form, and only a schema could change
+            // it: no need to copy the whole object (a Secret's data) to keep its metadata.
+            return convert::to_metadata(obj);
+        }
         let mut view = convert::to_view(&self.rt, obj.clone());
         if let Some(schema) = &self.rt.schema {
             schema::check(schema, &mut view);
@@ -45,29 +54,45 @@ impl WatchSpec {
         self.output.object(&self.rt, view)
     }
 
-    fn selects(&self, view: &Value) -> bool {
-        self.labels.matches(view) && self.fields.matches(view)
+    /// Whether the selectors select `obj` (stored form). Labels are in metadata, which no
+    /// served form changes, so only a field selector needs the object as this watch serves it.
+    fn selects(&self, obj: &Value) -> bool {
+        self.labels.matches(obj)
+            && (self.fields.is_empty() || self.fields.matches(&convert::to_view(&self.rt, obj.clone())))
     }
 
-    /// The event this watcher sees for a change, if any: a modification that moves an object
-    /// into or out of the selection reads as ADDED or DELETED, as with kube-apiserver.
+    /// The event type this watcher sees for a change, if any: a modification that moves an
+    /// object into or out of the selection reads as ADDED or DELETED, as with kube-apiserver.
+    fn event_kind(&self, kind: ChangeKind, obj: &Value, old: Option<&Value>) -> Option<ChangeKind> {
+        let now = self.selects(obj);
+        let then = old.map(|o| self.selects(o)).unwrap_or(now);
+        match (kind, then, now) {
+            (ChangeKind::Modified, true, true) => Some(ChangeKind::Modified),
+            (ChangeKind::Modified, false, true) => Some(ChangeKind::Added),
+            (ChangeKind::Modified, true, false) => Some(ChangeKind::Deleted),
+            (ChangeKind::Added | ChangeKind::Deleted, _, true) => Some(kind),
+            _ => None,
+        }
+    }
+
     fn translate(&self, kind: ChangeKind, obj: &Value, old: Option<&Value>) -> Option<Event> {
-        let full = convert::to_view(&self.rt, obj.clone());
-        let now = self.selects(&full);
-        let then = old
-            .map(|o| self.selects(&convert::to_view(&self.rt, o.clone())))
-            .unwrap_or(now);
-        let kind = match (kind, then, now) {
-            (ChangeKind::Modified, true, true) => ChangeKind::Modified,
-            (ChangeKind::Modified, false, true) => ChangeKind::Added,
-            (ChangeKind::Modified, true, false) => ChangeKind::Deleted,
-            (ChangeKind::Added | ChangeKind::Deleted, _, true) => kind,
-            _ => return None,
-        };
+        let kind = self.event_kind(kind, obj, old)?;
         Some(Event {
             kind: kind.as_str(),
             object: self.render(obj),
         })
+    }
+
+    /// The line this watcher sends for a committed change, if any, rendered once for every
+    /// watcher that reads it through the same resource type and shape.
+    fn line_for(&self, change: &Change) -> Option<Bytes> {
+        let kind = self.event_kind(change.kind, &change.object, change.old.as_ref())?;
+        Some(change.lines.get_or(&self.rt, self.output, kind, || {
+            line(&Event {
+                kind: kind.as_str(),
+                object: self.render(&change.object),
+            })
+        }))
     }
 
     fn concerns(&self, change: &Change) -> bool {
@@ -88,6 +113,36 @@ impl WatchSpec {
             kind: "BOOKMARK",
             object: json!({ "kind": kind, "apiVersion": api_version, "metadata": metadata }),
         }
+    }
+}
+
+/// A change's watch lines as rendered so far, by the resource type (the very one: a watch that
+/// outlives a CRD update reads through the old one) and shape watchers read it through, so
+/// watchers that would send the same bytes share them instead of each converting, pruning and
+/// serialising the object again.
+#[derive(Debug, Default)]
+pub struct Lines(Mutex<Vec<RenderedLine>>);
+
+type RenderedLine = (Arc<ResourceType>, Output, ChangeKind, Bytes);
+
+impl Lines {
+    fn get_or(
+        &self,
+        rt: &Arc<ResourceType>,
+        output: Output,
+        kind: ChangeKind,
+        render: impl FnOnce() -> Bytes,
+    ) -> Bytes {
+        let mut lines = self.0.lock().expect("lines lock");
+        let found = lines
+            .iter()
+            .find(|(r, o, k, _)| Arc::ptr_eq(r, rt) && *o == output && *k == kind);
+        if let Some((.., bytes)) = found {
+            return bytes.clone();
+        }
+        let bytes = render();
+        lines.push((Arc::clone(rt), output, kind, bytes.clone()));
+        bytes
     }
 }
 
@@ -168,8 +223,8 @@ async fn run(spec: WatchSpec, start: WatchStart, mut closer: watch::Receiver<u64
                     if !spec.concerns(&change) {
                         continue;
                     }
-                    match spec.translate(change.kind, &change.object, change.old.as_ref()) {
-                        Some(event) => event,
+                    match spec.line_for(&change) {
+                        Some(line) => (line, false),
                         None => continue,
                     }
                 }
@@ -180,11 +235,11 @@ async fn run(spec: WatchSpec, start: WatchStart, mut closer: watch::Receiver<u64
                 Err(RecvError::Lagged(_)) => return,
                 Err(RecvError::Closed) => return,
             },
-            _ = ticker.tick(), if spec.bookmarks => spec.bookmark(last_rv, false),
+            _ = ticker.tick(), if spec.bookmarks => (line(&spec.bookmark(last_rv, false)), false),
             _ = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => return,
         };
-        let is_error = next.kind == "ERROR";
-        if tx.send(line(&next)).await.is_err() || is_error {
+        let (next, is_error) = next;
+        if tx.send(next).await.is_err() || is_error {
             return;
         }
     }

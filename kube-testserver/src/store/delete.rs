@@ -1,7 +1,5 @@
 //! Deletion: finalizers, namespaces, and the garbage collector.
 
-use std::collections::HashSet;
-
 use serde_json::{Value, json};
 
 use super::{
@@ -165,9 +163,9 @@ impl Store {
 
     fn orphan_dependents(&mut self, owner_uid: &str) {
         let dependents: Vec<(StorageKey, ObjKey, Value)> = self
-            .objects
-            .iter()
-            .flat_map(|(s, m)| m.iter().map(move |(k, e)| (s, k, &e.obj)))
+            .index
+            .dependents_of(owner_uid)
+            .filter_map(|(s, k)| Some((s, k, &self.objects.get(s)?.get(k)?.obj)))
             .filter(|(_, _, o)| {
                 meta::owner_references(o)
                     .iter()
@@ -212,23 +210,19 @@ impl Store {
     /// Objects not yet deleting whose owners are all gone. Owners of kinds this server does
     /// not serve count as present: the real collector cannot resolve them either.
     fn orphans(&self) -> Vec<(StorageKey, ObjKey)> {
-        let live: HashSet<&str> = self
-            .objects
-            .values()
-            .flat_map(|m| m.values())
-            .filter_map(|e| meta::uid(&e.obj))
-            .collect();
         let owner_gone = |r: &Value| {
             let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
             let known = self
                 .registry
                 .by_kind(field("apiVersion"), field("kind"))
                 .is_some();
-            known && !live.contains(field("uid"))
+            known && !self.index.is_live(field("uid"))
         };
-        self.objects
-            .iter()
-            .flat_map(|(s, m)| m.iter().map(move |(k, e)| (s, k, &e.obj)))
+        // Only an object naming an owner that no stored object is can qualify.
+        self.index
+            .with_missing_owner()
+            .into_iter()
+            .filter_map(|(s, k)| Some((s, k, &self.objects.get(s)?.get(k)?.obj)))
             .filter(|(_, _, o)| !meta::is_deleting(o))
             .filter(|(_, _, o)| {
                 let refs = meta::owner_references(o);
@@ -240,7 +234,7 @@ impl Store {
 
     /// Terminating namespaces with no objects and no finalizers left.
     fn empty_namespaces(&self) -> Vec<(ObjKey, Value)> {
-        let occupied = |ns: &str| self.objects.values().any(|m| m.keys().any(|o| o.namespace == ns));
+        let occupied = |ns: &str| self.index.occupied(ns);
         self.objects
             .get(&namespace_storage())
             .into_iter()

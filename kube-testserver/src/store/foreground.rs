@@ -38,9 +38,9 @@ impl Store {
 
     /// Objects that reference `uid` as an owner.
     fn dependents_of(&self, uid: &str) -> Vec<(StorageKey, ObjKey, Value)> {
-        self.objects
-            .iter()
-            .flat_map(|(s, m)| m.iter().map(move |(k, e)| (s, k, &e.obj)))
+        self.index
+            .dependents_of(uid)
+            .filter_map(|(s, k)| Some((s, k, &self.objects.get(s)?.get(k)?.obj)))
             .filter(|(_, _, o)| meta::owner_references(o).iter().any(|r| refers_to(r, uid)))
             .map(|(s, k, o)| (s.clone(), k.clone(), o.clone()))
             .collect()
@@ -53,9 +53,9 @@ impl Store {
             .filter(|r| !refers_to(r, uid))
             .filter_map(|r| r.get("uid").and_then(Value::as_str))
             .any(|other| {
-                self.objects
-                    .values()
-                    .flat_map(|m| m.values())
+                self.index
+                    .with_uid(other)
+                    .filter_map(|(s, k)| self.objects.get(s)?.get(k))
                     .any(|e| meta::uid(&e.obj) == Some(other) && !meta::is_deleting(&e.obj))
             })
     }
@@ -63,9 +63,9 @@ impl Store {
     /// One pass over owners waiting for their dependents; returns whether anything changed.
     pub(super) fn collect_foreground(&mut self) -> bool {
         let waiting: Vec<(StorageKey, ObjKey, String)> = self
-            .objects
-            .iter()
-            .flat_map(|(s, m)| m.iter().map(move |(k, e)| (s, k, &e.obj)))
+            .index
+            .in_foreground()
+            .filter_map(|(s, k)| Some((s, k, &self.objects.get(s)?.get(k)?.obj)))
             .filter(|(_, _, o)| meta::is_deleting(o) && meta::finalizers(o).iter().any(|f| f == FOREGROUND))
             .filter_map(|(s, k, o)| Some((s.clone(), k.clone(), meta::uid(o)?.to_string())))
             .collect();

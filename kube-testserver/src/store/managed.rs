@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{ApplyRequest, ManagerKey, ObjKey, Store, Sub, WriteOptions, ns_key, rv_of};
+use super::{
+    ApplyRequest, ManagerKey, ObjKey, Store, Sub, WriteOptions, ns_key, rv_of, write::equal_without,
+};
 use crate::{
     apply::{self, Apply},
     convert,
@@ -26,12 +28,28 @@ pub struct ApplyRecord {
     pub api_version: String,
 }
 
-fn managed_fields_of(obj: &Value) -> Vec<Value> {
+fn managed_fields_of(obj: &Value) -> &[Value] {
     meta::metadata(obj)
         .and_then(|m| m.get("managedFields"))
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default()
+}
+
+/// Whether `old` without its managedFields is `new` (which has none), compared in place.
+fn same_but_managed_fields(old: &Value, new: &Value) -> bool {
+    let (Some(old_meta), Some(new_meta)) = (meta::metadata(old), meta::metadata(new)) else {
+        // Not the stored shape: compare as the stored shape would be.
+        let mut old = old.clone();
+        meta::metadata_mut(&mut old).remove("managedFields");
+        return old == *new;
+    };
+    equal_without(old, new, &["metadata"])
+        && old_meta.len() - usize::from(old_meta.contains_key("managedFields")) == new_meta.len()
+        && old_meta
+            .iter()
+            .filter(|(k, _)| *k != "managedFields")
+            .all(|(k, v)| new_meta.get(k) == Some(v))
 }
 
 impl Store {
@@ -62,9 +80,8 @@ impl Store {
             .iter()
             .map(|k| (k.0.clone(), entry.applied[k].clone()))
             .collect();
-        let current = entry.obj.clone();
         let merged = Apply {
-            current: Some(&current),
+            current: Some(&entry.obj),
             config: &owned,
             previous: previous.as_ref(),
             others: &mut others,
@@ -146,17 +163,13 @@ impl Store {
             return;
         }
         let previous = old.map(managed_fields_of).unwrap_or_default();
-        let changed = old.is_none_or(|old| {
-            let mut old = old.clone();
-            meta::metadata_mut(&mut old).remove("managedFields");
-            old != *new
-        });
+        let changed = old.is_none_or(|old| !same_but_managed_fields(old, new));
         let api_version = rt.api_version();
         let now = meta::now_rfc3339();
         let cx = Context {
             object: new,
             schema: rt.schema.as_ref(),
-            previous: &previous,
+            previous,
             applying: apply.map(|r| Applying {
                 manager: &r.key.0,
                 sub: r.key.1,

@@ -6,6 +6,7 @@
 
 mod delete;
 mod foreground;
+mod index;
 mod kinds;
 mod managed;
 mod write;
@@ -80,6 +81,8 @@ pub struct Change {
     pub object: Value,
     /// The object before a modification, so selector watches can turn it into ADDED/DELETED.
     pub old: Option<Value>,
+    /// This change as watchers have rendered it.
+    pub lines: crate::watch::Lines,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -155,6 +158,7 @@ pub struct Store {
     /// Changes at or below this resourceVersion may be missing from `history`.
     compacted: u64,
     changes: broadcast::Sender<Arc<Change>>,
+    index: index::Index,
 }
 
 fn rv_of(obj: &Value) -> Option<&str> {
@@ -184,6 +188,7 @@ impl Store {
             history_limit: history_limit.max(1),
             compacted: 0,
             changes,
+            index: index::Index::default(),
         };
         let ns_type = store
             .registry
@@ -233,6 +238,9 @@ impl Store {
                 Some(std::mem::replace(&mut entry.obj, obj.clone()))
             }
         };
+        let loc = (storage.clone(), key.clone());
+        let new = (kind != ChangeKind::Deleted).then_some(&obj);
+        self.index.update(&loc, old.as_ref(), new);
         let change = Arc::new(Change {
             rv: self.rv,
             storage: storage.clone(),
@@ -240,6 +248,7 @@ impl Store {
             kind,
             object: obj.clone(),
             old: old.filter(|o| !o.is_null() && kind == ChangeKind::Modified),
+            lines: Default::default(),
         });
         self.history.push_back(Arc::clone(&change));
         while self.history.len() > self.history_limit {
@@ -258,16 +267,14 @@ impl Store {
 
     /// Objects in key order (namespace, then name), as etcd returns them.
     pub fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<(ObjKey, Value)> {
-        self.entries(&rt.storage)
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| ns.is_none_or(|ns| k.namespace == ns))
-            .map(|(k, e)| (k.clone(), e.obj.clone()))
+        self.scan(rt, ns, None)
+            .map(|(k, o)| (k.clone(), o.clone()))
             .collect()
     }
 
     /// Objects after `after` in key order, borrowed: a page of a paginated list costs the page,
-    /// not a copy of every object of the kind (kube's reflectors list in pages of 500).
+    /// not a copy of every object of the kind (kube's reflectors list in pages of 500). Keys
+    /// sort by namespace first, so one namespace's objects are one range of them.
     pub fn scan<'a>(
         &'a self,
         rt: &ResourceType,
@@ -275,11 +282,20 @@ impl Store {
         after: Option<&ObjKey>,
     ) -> impl Iterator<Item = (&'a ObjKey, &'a Value)> + 'a {
         use std::ops::Bound;
-        let lower = after.map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
+        let first = ns.map(|ns| ObjKey {
+            namespace: ns.to_string(),
+            name: String::new(),
+        });
+        let lower = match (after, first) {
+            (Some(a), Some(first)) if *a < first => Bound::Included(first),
+            (Some(a), _) => Bound::Excluded(a.clone()),
+            (None, Some(first)) => Bound::Included(first),
+            (None, None) => Bound::Unbounded,
+        };
         self.entries(&rt.storage)
             .into_iter()
             .flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
-            .filter(move |(k, _)| ns.is_none_or(|ns| k.namespace == ns))
+            .take_while(move |(k, _)| ns.is_none_or(|ns| k.namespace == ns))
             .map(|(k, e)| (k, &e.obj))
     }
 

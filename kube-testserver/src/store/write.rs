@@ -19,18 +19,29 @@ use crate::{
     schema,
 };
 
-/// Everything but metadata (and status, when it is a subresource): what generation counts.
-fn spec_part(rt: &ResourceType, obj: &Value) -> Value {
-    let mut v = obj.clone();
-    if let Some(map) = v.as_object_mut() {
-        for field in ["metadata", "apiVersion", "kind"] {
-            map.remove(field);
-        }
-        if rt.status_subresource {
-            map.remove("status");
-        }
-    }
-    v
+/// Whether `a` and `b` are equal once the top-level fields `skip` are left out, compared in
+/// place rather than on copies of both.
+pub(super) fn equal_without(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    let kept =
+        |m: &'_ serde_json::Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+    kept(a) == kept(b)
+        && a.iter()
+            .filter(|(k, _)| !skip.contains(&k.as_str()))
+            .all(|(k, v)| b.get(k) == Some(v))
+}
+
+/// Whether the spec part (everything but metadata, and status when it is a subresource: what
+/// generation counts) differs.
+fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
+    let skip: &[&str] = if rt.status_subresource {
+        &["metadata", "apiVersion", "kind", "status"]
+    } else {
+        &["metadata", "apiVersion", "kind"]
+    };
+    !equal_without(old, new, skip)
 }
 
 impl Store {
@@ -295,7 +306,7 @@ impl Store {
         if is_crd(rt) && sub == Sub::Main {
             crd_status(&mut new, Some(&old));
         }
-        if rt.tracks_generation && spec_part(rt, &old) != spec_part(rt, &new) {
+        if rt.tracks_generation && spec_changed(rt, &old, &new) {
             let generation = meta::metadata(&old)
                 .and_then(|m| m.get("generation"))
                 .and_then(Value::as_i64);
