@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -156,48 +154,18 @@ pub async fn wait_all_ready(
 ) -> anyhow::Result<Settled> {
     let certificates = Api::<Certificate>::namespaced(client.clone(), namespace);
     let secrets = Api::<Secret>::namespaced(client.clone(), namespace);
-    let mut lists = 0;
-    let mut waiting = None;
-    let mut ready = std::collections::HashSet::<String>::new();
-    let config = watcher::Config {
-        page_size: None,
-        ..Default::default()
-    };
-    let mut events = watcher(certificates.clone(), config).default_backoff().boxed();
-    let follow = async {
-        while let Some(event) = events.try_next().await? {
-            let crt = match event {
-                watcher::Event::Init => {
-                    lists += 1;
-                    continue;
-                }
-                watcher::Event::InitDone => continue,
-                watcher::Event::Apply(crt) | watcher::Event::InitApply(crt) => crt,
-                watcher::Event::Delete(crt) => {
-                    ready.remove(&crt.name_any());
-                    continue;
-                }
-            };
-            if ready_since(&crt, revision) {
-                ready.insert(crt.name_any());
-            } else {
-                ready.remove(&crt.name_any());
-                waiting = Some((crt.name_any(), crt.status.clone()));
-            }
-            if ready.len() >= n {
-                return anyhow::Ok(());
-            }
+    let ready = |crt: &Certificate| ready_since(crt, revision);
+    let lists = match super::load::follow_until(certificates.clone(), n, ready, timeout).await {
+        Ok(followed) => followed.lists,
+        Err(late) => {
+            let waiting = late.waiting.map(|c| (c.name_any(), c.status));
+            anyhow::bail!(
+                "timed out after {timeout:?}: {} of {n} Certificates Ready at revision \
+                 {revision}; e.g. {waiting:?}",
+                late.done
+            );
         }
-        anyhow::bail!("the watch of {namespace} ended")
     };
-    if tokio::time::timeout(timeout, follow).await.is_err() {
-        let count = ready.len();
-        anyhow::bail!(
-            "timed out after {timeout:?}: {count} of {n} Certificates Ready at revision \
-             {revision}; e.g. {waiting:?}"
-        );
-    }
-    drop(events);
     let (mut certificate_lists, mut secret_lists) = (lists, 0);
     loop {
         certificate_lists += 1;

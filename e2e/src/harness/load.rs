@@ -120,53 +120,89 @@ pub async fn wait_all_issued(
     timeout: Duration,
 ) -> anyhow::Result<Completion> {
     let api = Api::<CertificateRequest>::namespaced(client.clone(), namespace);
-    // Only the issued ones, so that "all issued" is a length check.
-    let mut issued = std::collections::HashMap::<String, CertificateRequest>::new();
+    let followed = follow_until(api, n, is_issued, timeout).await.map_err(|late| {
+        let waiting = late.waiting.map(|cr| (cr.name_any(), objects::ready_of(&cr)));
+        anyhow::anyhow!(
+            "timed out after {timeout:?}: {} of {n} requests issued; e.g. {waiting:?} not yet",
+            late.done
+        )
+    })?;
+    Ok(Completion {
+        requests: followed.done.into_values().collect(),
+        lists: followed.lists,
+        at: tokio::time::Instant::now(),
+    })
+}
+
+/// What [`follow_until`] saw.
+pub struct Followed<K> {
+    /// The objects that satisfied the predicate, by name.
+    pub done: std::collections::HashMap<String, K>,
+    /// Lists the watch made (each followed by a watch).
+    pub lists: u64,
+}
+
+/// Why [`follow_until`] gave up: how many were done, and one that was not.
+pub struct Late<K> {
+    pub done: usize,
+    pub waiting: Option<K>,
+}
+
+/// Follows `api` with one watch until `n` of its objects satisfy `done` (one unpaged list,
+/// so each list the wait makes is one API request), or `timeout` passes.
+pub async fn follow_until<K>(
+    api: Api<K>,
+    n: usize,
+    done: impl Fn(&K) -> bool,
+    timeout: Duration,
+) -> Result<Followed<K>, Late<K>>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + 'static,
+    K: k8s_openapi::serde::de::DeserializeOwned,
+{
+    let mut seen = Followed {
+        done: std::collections::HashMap::new(),
+        lists: 0,
+    };
     let mut waiting = None;
-    let mut lists = 0;
-    // One unpaged list, so that each list the wait makes is one API request.
     let config = watcher::Config {
         page_size: None,
         ..Default::default()
     };
-    let mut events = watcher(api.clone(), config).default_backoff().boxed();
+    let mut events = watcher(api, config).default_backoff().boxed();
     let follow = async {
-        while let Some(event) = events.try_next().await? {
-            let cr = match event {
+        while let Ok(Some(event)) = events.try_next().await {
+            let obj = match event {
                 watcher::Event::Init => {
-                    lists += 1;
+                    seen.lists += 1;
                     continue;
                 }
                 watcher::Event::InitDone => continue,
-                watcher::Event::Apply(cr) | watcher::Event::InitApply(cr) => cr,
-                watcher::Event::Delete(cr) => {
-                    issued.remove(&cr.name_any());
+                watcher::Event::Apply(obj) | watcher::Event::InitApply(obj) => obj,
+                watcher::Event::Delete(obj) => {
+                    seen.done.remove(&obj.name_any());
                     continue;
                 }
             };
-            if is_issued(&cr) {
-                issued.insert(cr.name_any(), cr);
+            if done(&obj) {
+                seen.done.insert(obj.name_any(), obj);
             } else {
-                issued.remove(&cr.name_any());
-                waiting = Some((cr.name_any(), objects::ready_of(&cr)));
+                seen.done.remove(&obj.name_any());
+                waiting = Some(obj);
             }
-            if issued.len() >= n {
-                return anyhow::Ok(());
+            if seen.done.len() >= n {
+                return true;
             }
         }
-        anyhow::bail!("the watch of {namespace} ended")
+        false
     };
-    if tokio::time::timeout(timeout, follow).await.is_err() {
-        let count = issued.len();
-        anyhow::bail!(
-            "timed out after {timeout:?}: {count} of {n} requests issued; e.g. {waiting:?} not yet"
-        );
+    match tokio::time::timeout(timeout, follow).await {
+        Ok(true) => Ok(seen),
+        _ => Err(Late {
+            done: seen.done.len(),
+            waiting,
+        }),
     }
-    Ok(Completion {
-        requests: issued.into_values().collect(),
-        lists,
-        at: tokio::time::Instant::now(),
-    })
 }
 
 /// How often the CA signed each request (simple-cfssl counts signatures per public key, and
