@@ -77,7 +77,7 @@ pub fn print(s: &Settings, f: &Figures, build: &str) {
             p.bench_ms_per(p.n),
             p.object_writes_per(p.n),
             p.event_writes_per(p.n),
-            report_mib(p.peak_kib)
+            mib(p.peak_kib)
         );
     }
     println!(
@@ -85,10 +85,6 @@ pub fn print(s: &Settings, f: &Figures, build: &str) {
     );
     targets(f);
     details(s, f);
-}
-
-fn report_mib(kib: u64) -> f64 {
-    mib(kib)
 }
 
 fn targets(f: &Figures) {
