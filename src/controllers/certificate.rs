@@ -259,3 +259,53 @@ pub fn log_and_retry(
     tracing::warn!(controller, certificate = %observe::describe(crt), error = %err, "reconcile failed");
     ctx.retry(retry_key(controller, crt))
 }
+
+#[cfg(test)]
+mod acted_tests {
+    use super::*;
+
+    fn crt(uid: &str, version: &str) -> Certificate {
+        let mut crt = Certificate::new("web", Default::default());
+        crt.metadata.uid = Some(uid.into());
+        crt.metadata.resource_version = Some(version.into());
+        crt
+    }
+
+    /// A controller skips only the copy it wrote on, until the cache shows a newer one; another
+    /// controller, a write that changed nothing and an unknown Certificate never are skipped.
+    #[test]
+    fn the_copy_written_on_is_skipped_until_a_newer_one() {
+        let acted = Acted::default();
+        let (trigger, readiness) = (FieldManager::TRIGGER, FieldManager::READINESS);
+        acted.record(trigger, &crt("a", "5"), Some("6"));
+        acted.record(readiness, &crt("b", "7"), Some("7"));
+        let rows = [
+            ("the copy written on", trigger, crt("a", "5"), true),
+            ("another controller", readiness, crt("a", "5"), false),
+            ("a write that changed nothing", readiness, crt("b", "7"), false),
+            ("a Certificate never written", trigger, crt("c", "1"), false),
+            ("the cache caught up", trigger, crt("a", "6"), false),
+            (
+                "then the old copy again: forgotten",
+                trigger,
+                crt("a", "5"),
+                false,
+            ),
+        ];
+        for (row, manager, crt, stale) in rows {
+            assert_eq!(acted.stale(manager, &crt), stale, "{row}");
+        }
+    }
+
+    /// Deleted UIDs are remembered; past the bound the set starts over.
+    #[test]
+    fn deleted_objects_are_remembered() {
+        let acted = Acted::default();
+        acted.deleted(vec!["x".into()]);
+        assert!(acted.was_deleted(Some("x")));
+        assert!(!acted.was_deleted(Some("y")));
+        assert!(!acted.was_deleted(None));
+        acted.deleted((0..ACTED_MAX).map(|i| i.to_string()).collect());
+        assert!(!acted.was_deleted(Some("x")), "started over");
+    }
+}
