@@ -265,7 +265,7 @@ mod acted_tests {
     use super::*;
 
     fn crt(uid: &str, version: &str) -> Certificate {
-        let mut crt = Certificate::new("web", Default::default());
+        let mut crt = Certificate::new("web", crate::api::certmanager::CertificateSpec::default());
         crt.metadata.uid = Some(uid.into());
         crt.metadata.resource_version = Some(version.into());
         crt
