@@ -26,8 +26,11 @@ const TIMESTAMPS: [&str; 4] = [
     "certmanager_certificate_renewal_timestamp_seconds",
 ];
 
-/// Every `certmanager_certificate_*` sample as (name, labels, value), sorted.
-fn certificate_samples(m: &Exposition) -> BTreeSet<(String, Vec<(String, String)>, i64)> {
+/// Samples as (name, sorted labels, value).
+type Series = BTreeSet<(String, Vec<(String, String)>, i64)>;
+
+/// Every `certmanager_certificate_*` sample.
+fn certificate_samples(m: &Exposition) -> Series {
     m.samples
         .iter()
         .filter(|s| s.name.starts_with("certmanager_certificate_"))
@@ -39,7 +42,7 @@ fn certificate_samples(m: &Exposition) -> BTreeSet<(String, Vec<(String, String)
 }
 
 /// What cert-manager exports for `crt` (Ready=True): 3 ready series and 4 timestamps.
-fn expected(ns: &str, crt: &Certificate) -> BTreeSet<(String, Vec<(String, String)>, i64)> {
+fn expected(ns: &str, crt: &Certificate) -> Series {
     let (not_before, not_after, renewal) = times(crt);
     let name = crt.metadata.name.clone().expect("name");
     let labels = |condition: Option<&str>| {
