@@ -3,6 +3,7 @@
 # otherwise stops at the first missing piece with one line naming the command to run:
 #   - multirootca and cfssl (Debian golang-cfssl): installed with apt when run as root;
 #   - openssl and kubectl (Debian's kubectl package): installed with apt when run as root;
+#   - promtool (Debian prometheus) for the chart's alert rules and dashboard: apt when root;
 #   - Helm's engine for the chart lint: Python wheels in a project-local venv, .venv/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ need_package() { # command package
 need_package multirootca golang-cfssl
 need_package openssl openssl
 need_package kubectl kubectl
+need_package promtool prometheus
 command -v python3 >/dev/null || need_package python3 python3
 
 if [ ! -x "$VENV/bin/python3" ]; then

@@ -1,4 +1,5 @@
-//! Prometheus metrics, all prefixed `cfssl_issuer_`.
+//! Prometheus metrics: ours, all prefixed `cfssl_issuer_`, and in standalone mode
+//! cert-manager's certificate metrics ([`super::certificates`]).
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -9,7 +10,11 @@ use prometheus_client::registry::{Metric, Registry, Unit};
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+use super::certificates::CertificateCollector;
+use super::server::Role;
+use crate::api::certmanager::Certificate;
 use crate::clock::lock;
+use kube::runtime::reflector::Store;
 use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -74,6 +79,11 @@ pub struct Metrics {
     pub issuance_budget_waits: Family<IssuerLabels, Counter>,
     /// Objects waiting for an issuance budget now, over all issuers.
     pub issuance_budget_waiting: Gauge,
+    /// 1 while this replica reconciles (the leader, or leader election is off), set from its
+    /// role at each scrape.
+    pub leader: Gauge,
+    /// cert-manager's certificate series, read from the Certificate store at each scrape.
+    certificates: CertificateCollector,
     /// The CFSSL call series of each issuer, so a deleted issuer's can be removed:
     /// prometheus-client cannot list a family's label sets.
     calls: Mutex<HashMap<String, IssuerCalls>>,
@@ -103,8 +113,10 @@ struct IssuerCalls {
 impl Default for Metrics {
     fn default() -> Self {
         use prometheus_client::registry::Unit::Seconds;
-        let mut registry = Registry::with_prefix("cfssl_issuer");
-        let r = &mut registry;
+        let mut registry = Registry::default();
+        let certificates = CertificateCollector::default();
+        registry.register_collector(Box::new(certificates.clone()));
+        let r = registry.sub_registry_with_prefix("cfssl_issuer");
         let reconciles = registered(r, "reconciles", "Reconciles run, per controller", None);
         let reconcile_errors = registered(
             r,
@@ -164,8 +176,16 @@ impl Default for Metrics {
             "Requests waiting for an issuer's issuance budget now, over all issuers",
             None,
         );
+        let leader = registered(
+            r,
+            "leader",
+            "1 while this replica reconciles: it holds the leader Lease, or leader election is off",
+            None,
+        );
         Metrics {
             registry,
+            leader,
+            certificates,
             issuance_budget_waits,
             issuance_budget_waiting,
             reconciles,
@@ -268,6 +288,18 @@ impl Metrics {
         for errors in calls.iter().flat_map(|c| &c.errors) {
             self.cfssl_errors.remove(errors);
         }
+    }
+
+    /// Exports cert-manager's certificate metrics for the Certificates of `store` (standalone
+    /// mode's), read at each scrape.
+    pub fn watch_certificates(&self, store: Store<Certificate>) {
+        self.certificates.watch(store);
+    }
+
+    /// Sets `leader` from this replica's role.
+    pub fn set_role(&self, role: Role) {
+        self.leader
+            .set(i64::from(matches!(role, Role::Alone | Role::Leader)));
     }
 
     /// The OpenMetrics text exposition.

@@ -1,5 +1,6 @@
 //! Logging, metrics and health endpoints.
 
+pub mod certificates;
 pub mod metrics;
 pub mod server;
 

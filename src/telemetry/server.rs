@@ -118,7 +118,9 @@ pub async fn serve(
     let metrics_listener = tokio::net::TcpListener::bind(metrics_addr).await?;
     let health_listener = tokio::net::TcpListener::bind(health_addr).await?;
     let bound = (metrics_listener.local_addr()?, health_listener.local_addr()?);
-    let metrics_app = Router::new().route("/metrics", get(render)).with_state(metrics);
+    let metrics_app = Router::new()
+        .route("/metrics", get(render))
+        .with_state((metrics, health.clone()));
     let health_app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -137,7 +139,8 @@ pub async fn serve(
     Ok(bound)
 }
 
-async fn render(State(metrics): State<Arc<Metrics>>) -> axum::response::Response {
+async fn render(State((metrics, health)): State<(Arc<Metrics>, Arc<Health>)>) -> axum::response::Response {
+    metrics.set_role(health.role());
     match metrics.render() {
         Ok(text) => (
             [(

@@ -69,3 +69,18 @@ Offline, `helm template --api-versions cfssl-issuer.wikimedia.org/v1alpha1` rend
 true
 {{- end }}
 {{- end }}
+
+{{/*
+The job label the manager's series carry, which the PrometheusRule and the dashboard select on:
+metrics.job, else "cert-manager" in standalone mode (the manager stands in for cert-manager's
+controller, so the cert-manager mixin's up{job="cert-manager"} finds it), else the fullname.
+*/}}
+{{- define "cfssl-issuer.metricsJob" -}}
+{{- if .Values.metrics.job -}}
+{{- .Values.metrics.job -}}
+{{- else if .Values.certificateControllers.enabled -}}
+cert-manager
+{{- else -}}
+{{- include "cfssl-issuer.fullname" . -}}
+{{- end -}}
+{{- end }}

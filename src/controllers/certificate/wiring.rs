@@ -94,6 +94,10 @@ pub fn controllers(
         wiring.requests.store.clone(),
         watches.secrets.store.clone(),
     );
+    // cert-manager's certificate metrics are read from this store at each scrape.
+    shared
+        .metrics
+        .watch_certificates(watches.certificates.store.clone());
     let approve = settings.approve_own_requests;
     let scope = shared.config.scope.clone();
     let mut ctx = CertificateContext::new(shared, settings, stores);
