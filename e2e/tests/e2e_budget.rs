@@ -16,8 +16,9 @@ const REASON: &str = "WaitingForIssuanceBudget";
 
 /// 40 requests at once, 5 signs/s with a burst of 1: at most 6 signs in any second at the CA,
 /// about 8 s in all, in urgency order once the line has formed (the signs of the first second
-/// may go before every request has joined it: each joins with a status write), each request
-/// with at most one Event for its wait.
+/// may go before every request has joined it: each joins with a status write), from the first
+/// sign never before a more urgent request already in line, each request with at most one
+/// Event for its wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_keeps_to_the_budget_soonest_expiry_first() -> anyhow::Result<()> {
     let cluster = Cluster::start().await?;
@@ -35,10 +36,14 @@ async fn a_burst_keeps_to_the_budget_soonest_expiry_first() -> anyhow::Result<()
     let ranks = measured.ranks();
     eprintln!(
         "budget 5/s burst 1, 40 requests: {:.2} signs/s at the CA, at most {} in any second, \
-         {} out of urgency order; ranks signed: {ranks:?}",
+         {} out of urgency order, {} before a more urgent one in line; ranks signed: {ranks:?}; \
+         signed at {:?} s; joined the line at {:?} s (by rank)",
         measured.rate(),
         measured.max_in_any_second(),
         measured.out_of_order(1),
+        measured.out_of_line(),
+        measured.signs.iter().map(|(at, _)| *at).collect::<Vec<_>>(),
+        measured.joined,
     );
     assert_eq!(measured.signs.len(), 40, "each request signed once");
     assert!(
@@ -52,6 +57,12 @@ async fn a_burst_keeps_to_the_budget_soonest_expiry_first() -> anyhow::Result<()
         measured.out_of_order(6),
         0,
         "after the first second, soonest renew-by first: {ranks:?}"
+    );
+    assert_eq!(
+        measured.out_of_line(),
+        0,
+        "from the first sign, none before a more urgent request in line: {ranks:?}, joined {:?}",
+        measured.joined
     );
 
     let events =

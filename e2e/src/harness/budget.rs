@@ -18,6 +18,7 @@ use super::{Ca, Cluster, Csr, Manager, ManagerOptions, ca, load};
 const ISSUER: &str = "budget-ca";
 const GROUP: &str = "cfssl-issuer.wikimedia.org";
 const RENEW_BY: &str = "cfssl-issuer.wikimedia.org/renew-by";
+const WAITING: &str = "WaitingForIssuanceBudget";
 
 /// A burst to run.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +44,10 @@ pub struct Measured {
     pub signs: Vec<(f64, usize)>,
     /// The request names by urgency rank.
     pub by_rank: Vec<String>,
+    /// By urgency rank: when the request joined the line (its `WaitingForIssuanceBudget`
+    /// Event), seconds after the first sign (negative before it); `None` when it signed on
+    /// its first turn without waiting.
+    pub joined: Vec<Option<f64>>,
 }
 
 impl Measured {
@@ -71,6 +76,24 @@ impl Measured {
             .filter(|&k| {
                 let rank = self.signs[k].1;
                 self.signs[k..].iter().any(|(_, other)| *other < rank)
+            })
+            .count()
+    }
+
+    /// Signs that went before a more urgent request already in line: one that had joined
+    /// before the sign preceding this one. The bucket serves the line, and only the requests
+    /// that have asked are in it: the first sign takes the burst token of a new bucket before
+    /// any other request has asked, and the line forms as the controller reconciles its queue,
+    /// so [`Measured::out_of_order`] also counts signs that went before a more urgent request
+    /// had asked. A request that joined between the previous sign and this one may have
+    /// joined after this one's turn (the CA logs a sign after its turn), so it is not counted.
+    pub fn out_of_line(&self) -> usize {
+        (1..self.signs.len())
+            .filter(|&k| {
+                let (previous, rank) = (self.signs[k - 1].0, self.signs[k].1);
+                self.signs[k..]
+                    .iter()
+                    .any(|(_, other)| *other < rank && self.joined[*other].is_some_and(|at| at <= previous))
             })
             .count()
     }
@@ -161,11 +184,45 @@ pub async fn run(cluster: &Cluster, system: &str, burst: Burst) -> anyhow::Resul
             Some((since, *rank_of.get(digest)?))
         })
         .collect();
+    let joined = joined(client, &namespace, &by_rank, &log).await?;
     let measured = Measured {
         burst,
         namespace,
         signs,
         by_rank,
+        joined,
     };
     Ok((measured, manager))
+}
+
+/// By urgency rank: when each request joined the line (its `WaitingForIssuanceBudget` Event's
+/// time), in seconds after the first sign in `log`.
+async fn joined(
+    client: &kube::Client,
+    namespace: &str,
+    by_rank: &[String],
+    log: &[(std::time::Instant, [u8; 32])],
+) -> anyhow::Result<Vec<Option<f64>>> {
+    let Some((first, _)) = log.first() else {
+        return Ok(vec![None; by_rank.len()]);
+    };
+    // The sign log counts in this process's monotonic clock, Events in wall-clock time.
+    let first = Timestamp::now() - SignedDuration::try_from(first.elapsed())?;
+    let events = Api::<k8s_openapi::api::events::v1::Event>::namespaced(client.clone(), namespace)
+        .list(&kube::api::ListParams::default())
+        .await?
+        .items;
+    let mut at = std::collections::HashMap::<&str, f64>::new();
+    for event in events.iter().filter(|e| e.reason.as_deref() == Some(WAITING)) {
+        let name = event.regarding.as_ref().and_then(|r| r.name.as_deref());
+        if let (Some(name), Some(time)) = (name, &event.event_time) {
+            let since = time.0.duration_since(first).as_secs_f64();
+            let earliest = at.entry(name).or_insert(since);
+            *earliest = earliest.min(since);
+        }
+    }
+    Ok(by_rank
+        .iter()
+        .map(|name| at.get(name.as_str()).copied())
+        .collect())
 }

@@ -10,6 +10,12 @@ pub fn cpu_time(pid: u32) -> Option<Duration> {
     parse_stat(&stat, ticks_per_second())
 }
 
+/// User plus system CPU of the calling thread so far (`/proc/thread-self/stat`).
+pub fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    parse_stat(&stat, ticks_per_second())
+}
+
 /// Pure: the CPU time in a `stat` line. The command name (field 2) may hold spaces and
 /// parentheses, so fields are counted from the last `)`.
 pub fn parse_stat(stat: &str, ticks_per_second: u64) -> Option<Duration> {

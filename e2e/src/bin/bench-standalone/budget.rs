@@ -19,7 +19,11 @@ pub struct BudgetFigures {
     pub measured_rate: f64,
     /// The most signs in any one second; at most `rate + burst`.
     pub max_in_any_second: usize,
-    /// Signs (after the first) that went before a more urgent request still waiting.
+    /// Signs that went before a more urgent request already in line (see
+    /// [`budget::Measured::out_of_line`]): what urgency order promises.
+    pub out_of_line: usize,
+    /// Signs (after the first) that went before a more urgent request signed later, whether
+    /// or not it had asked yet: the line forming as the manager reconciles its queue.
     pub out_of_order: usize,
     /// Seconds from the first sign to the last.
     pub seconds: f64,
@@ -30,7 +34,8 @@ impl std::fmt::Display for BudgetFigures {
         write!(
             f,
             "issuance budget {}/s (burst {}), {} requests at once: {:.2} signs/s at the CA over \
-             {:.1} s, at most {} in any second (target <= {}), {} out of urgency order (target 0)",
+             {:.1} s, at most {} in any second (target <= {}), {} before a more urgent request in \
+             line (target 0), {} before a more urgent one had asked (the line forming)",
             self.rate,
             self.burst,
             self.n,
@@ -38,6 +43,7 @@ impl std::fmt::Display for BudgetFigures {
             self.seconds,
             self.max_in_any_second,
             self.rate + self.burst,
+            self.out_of_line,
             self.out_of_order,
         )
     }
@@ -70,6 +76,7 @@ pub async fn budget_burst(
         burst,
         measured_rate: measured.rate(),
         max_in_any_second: measured.max_in_any_second(),
+        out_of_line: measured.out_of_line(),
         out_of_order: measured.out_of_order(1),
         seconds: measured.signs.last().map_or(0.0, |(at, _)| *at),
     })

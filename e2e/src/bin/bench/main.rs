@@ -79,6 +79,11 @@ async fn main() -> anyhow::Result<()> {
     figures.profile = profile;
     figures.raw_rate = raw.rate;
     figures.raw_ca_cpu = raw.ca_cpu;
+    figures.baseline = std::env::var("BENCH_BASELINE")
+        .ok()
+        .map(|v| v.parse())
+        .transpose()
+        .context("BENCH_BASELINE: a capacity ratio such as 1.52")?;
     figures.print();
     anyhow::ensure!(figures.correct(), "incorrect issuance (see above)");
     Ok(())
@@ -176,6 +181,7 @@ async fn through_manager(
             "phases: create {created:.2?} (unapproved: the manager waits), approve {approved:.2?}, \
              first approval to last Issued {elapsed:.2?}"
         ),
+        baseline: None,
     })
 }
 

@@ -32,6 +32,9 @@ pub struct Figures {
     pub duplicate_serials: usize,
     pub mismatched: usize,
     pub phases: String,
+    /// `BENCH_BASELINE`: the capacity ratio of the commit compared with, measured the same
+    /// way just before; the change must not lower it.
+    pub baseline: Option<f64>,
 }
 
 fn us(d: Duration) -> f64 {
@@ -121,6 +124,12 @@ impl Figures {
                 "capacity ratio (1 s / manager CPU) / raw".into(),
                 format!("{ratio:.2}"),
                 target(">= 1.3", ratio >= 1.3),
+            ),
+            (
+                "capacity ratio vs BENCH_BASELINE".into(),
+                self.baseline.map_or("-".into(), |_| format!("{ratio:.2}")),
+                self.baseline
+                    .and_then(|b| target(&format!(">= {b:.2}"), ratio >= b)),
             ),
             ("CA CPU per issued request (µs)".into(), cpu(self.ca_cpu), None),
             (
