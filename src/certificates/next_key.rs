@@ -3,10 +3,15 @@
 //! find it without `status.nextPrivateKeySecretName`, which they neither write nor trust:
 //! whoever may write a Certificate's status cannot point it at another Secret's key.
 
+use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
 use crate::api::certmanager::Certificate;
+use crate::certificates::keys::data;
+use crate::certificates::rotation::RotationPolicy;
+use crate::certificates::secret::data_of;
+use crate::pki::keys::{Key, KeyError, KeySpec};
 
 /// The deterministic name of `crt`'s next-key Secret. Never the target Secret's name, which
 /// anyone who reads the Certificate's UID could give it: that Secret is never taken for a key
@@ -22,4 +27,19 @@ pub fn next_key_name(crt: &Certificate) -> String {
     } else {
         first
     }
+}
+
+/// Why no next key can be made for `crt`: its spec asks for an RSA size the crypto provider
+/// cannot generate ([`KeySpec::can_generate`]) and no key fitting the spec is reused from the
+/// target Secret (`rotationPolicy: Never`). `None` when a key can be had (or the key spec is
+/// invalid, which validation reports).
+pub fn cannot_make(crt: &Certificate, target: Option<&Secret>) -> Option<KeyError> {
+    let private_key = crt.spec.private_key.as_ref();
+    let spec = KeySpec::of(private_key).ok()?;
+    let refused = spec.can_generate().err()?;
+    let reused = RotationPolicy::of(private_key) == Some(RotationPolicy::Never)
+        && target
+            .and_then(|s| Key::from_pem(data_of(s, data::TLS_KEY)).ok())
+            .is_some_and(|key| key.matches(spec));
+    (!reused).then_some(refused)
 }
