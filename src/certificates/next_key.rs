@@ -43,3 +43,74 @@ pub fn cannot_make(crt: &Certificate, target: Option<&Secret>) -> Option<KeyErro
             .is_some_and(|key| key.matches(spec));
     (!reused).then_some(refused)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::certmanager::PrivateKey;
+    use crate::certificates::fixtures;
+
+    /// A 2500-bit RSA key in PEM: AWS-LC cannot make one, openssl can (cert-manager's Go too).
+    fn rsa_2500_pem() -> Vec<u8> {
+        let out = std::process::Command::new("openssl")
+            .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2500"])
+            .output()
+            .expect("openssl");
+        assert!(out.status.success());
+        out.stdout
+    }
+
+    #[test]
+    fn only_an_rsa_size_not_a_multiple_of_128_without_a_key_to_reuse_cannot_be_made() {
+        let pem = rsa_2500_pem();
+        let with_key = fixtures::secret(&[(data::TLS_KEY, &pem)], &[]);
+        let other_key = fixtures::secret(&[(data::TLS_KEY, &fixtures::key_pem(fixtures::ec()))], &[]);
+        // (row, algorithm, size, rotationPolicy, target Secret, refused size)
+        let rows: [(&str, &str, i64, &str, Option<&Secret>, Option<u32>); 8] = [
+            ("RSA 2560 is made", "RSA", 2560, "", None, None),
+            ("RSA 6144 is made", "RSA", 6144, "", None, None),
+            ("RSA 2500 is refused", "RSA", 2500, "", None, Some(2500)),
+            (
+                "Never reuses a fitting key",
+                "RSA",
+                2500,
+                "Never",
+                Some(&with_key),
+                None,
+            ),
+            ("Never with no Secret", "RSA", 2500, "Never", None, Some(2500)),
+            (
+                "Never with a key of another spec",
+                "RSA",
+                2500,
+                "Never",
+                Some(&other_key),
+                Some(2500),
+            ),
+            (
+                "Always makes a new key",
+                "RSA",
+                2500,
+                "Always",
+                Some(&with_key),
+                Some(2500),
+            ),
+            ("an invalid size is validation's", "RSA", 1024, "", None, None),
+        ];
+        for (row, algorithm, size, policy, target, want) in rows {
+            let mut spec = fixtures::spec();
+            spec.private_key = Some(PrivateKey {
+                algorithm: algorithm.into(),
+                size,
+                rotation_policy: policy.into(),
+                ..PrivateKey::default()
+            });
+            let crt = fixtures::certificate("c", spec);
+            assert_eq!(
+                cannot_make(&crt, target),
+                want.map(KeyError::CannotGenerate),
+                "{row}"
+            );
+        }
+    }
+}

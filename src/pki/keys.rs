@@ -427,7 +427,7 @@ fn generate_rsa(bits: u32) -> Result<rsa::KeyPair, KeyError> {
             rsa::KeyPair::from_der(&pkcs1).map_err(|_| KeyError::Generation)?
         }
     };
-    if key.public_modulus_len() * 8 != bits as usize {
+    if rsa_key(&key)?.spec != KeySpec::Rsa(bits) {
         return Err(KeyError::CannotGenerate(bits));
     }
     Ok(key)
@@ -438,11 +438,17 @@ fn pkcs8_of(key: &rsa::KeyPair) -> Result<Vec<u8>, KeyError> {
     Ok(der.as_ref().to_vec())
 }
 
+/// The key with its size in bits: the modulus's bit length (a 2500-bit key is 313 bytes long),
+/// as Go's `N.BitLen()` counts it.
 fn rsa_key(key: &rsa::KeyPair) -> Result<Key, KeyError> {
-    let bits = u32::try_from(key.public_modulus_len() * 8).map_err(|_| KeyError::Unreadable("RSA"))?;
+    let pkcs8 = pkcs8_of(key)?;
+    let bits = rsa::PrivateDecryptingKey::from_pkcs8(&pkcs8)
+        .map_err(|_| KeyError::Unreadable("RSA"))?
+        .key_size_bits();
+    let bits = u32::try_from(bits).map_err(|_| KeyError::Unreadable("RSA"))?;
     Ok(Key {
         spec: KeySpec::Rsa(bits),
-        pkcs8: pkcs8_of(key)?,
+        pkcs8,
     })
 }
 
