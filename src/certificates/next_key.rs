@@ -36,12 +36,12 @@ pub fn next_key_name(crt: &Certificate) -> String {
 pub fn cannot_make(crt: &Certificate, target: Option<&Secret>) -> Option<KeyError> {
     let private_key = crt.spec.private_key.as_ref();
     let spec = KeySpec::of(private_key).ok()?;
-    let refused = spec.can_generate().err()?;
+    let refusal = spec.can_generate().err()?;
     let reused = RotationPolicy::of(private_key) == Some(RotationPolicy::Never)
         && target
             .and_then(|s| Key::from_pem(data_of(s, data::TLS_KEY)).ok())
             .is_some_and(|key| key.matches(spec));
-    (!reused).then_some(refused)
+    (!reused).then_some(refusal)
 }
 
 #[cfg(test)]
@@ -66,7 +66,8 @@ mod tests {
         let with_key = fixtures::secret(&[(data::TLS_KEY, &pem)], &[]);
         let other_key = fixtures::secret(&[(data::TLS_KEY, &fixtures::key_pem(fixtures::ec()))], &[]);
         // (row, algorithm, size, rotationPolicy, target Secret, refused size)
-        let rows: [(&str, &str, i64, &str, Option<&Secret>, Option<u32>); 8] = [
+        type Row<'a> = (&'a str, &'a str, i64, &'a str, Option<&'a Secret>, Option<u32>);
+        let rows: [Row<'_>; 8] = [
             ("RSA 2560 is made", "RSA", 2560, "", None, None),
             ("RSA 6144 is made", "RSA", 6144, "", None, None),
             ("RSA 2500 is refused", "RSA", 2500, "", None, Some(2500)),
