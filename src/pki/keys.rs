@@ -5,7 +5,11 @@
 //! cert-manager's rules: algorithm `RSA` (default), `ECDSA` or `Ed25519`; RSA 2048 (default) to
 //! 8192 bits, ECDSA 256 (default), 384 or 521, Ed25519 without a size. `PKCS1` (default) writes
 //! `RSA PRIVATE KEY` or SEC1 `EC PRIVATE KEY`; `PKCS8` writes `PRIVATE KEY`; Ed25519 is PKCS#8
-//! either way. aws-lc-rs generates RSA keys of 2048, 3072, 4096 and 8192 bits only.
+//! either way. aws-lc-rs generates RSA keys of 2048, 3072, 4096 and 8192 bits; other sizes come
+//! from the same provider's C API ([`provider`]), which makes multiples of 128 bits only: a size
+//! that is not one is refused ([`KeySpec::can_generate`]).
+
+mod provider;
 
 use aws_lc_rs::encoding::{AsDer, EcPrivateKeyRfc5915Der, Pkcs8V1Der, PublicKeyX509Der};
 use aws_lc_rs::rand::SystemRandom;
@@ -49,7 +53,11 @@ pub enum KeyError {
     SignatureAlgorithmMismatch(String, &'static str),
     #[error("unsupported private key encoding {0:?}: use PKCS1 or PKCS8")]
     UnknownEncoding(String),
-    #[error("cannot generate an RSA key of {0} bits here: 2048, 3072, 4096 or 8192")]
+    #[error(
+        "cannot generate an RSA key of {0} bits: this manager's crypto provider (AWS-LC) makes RSA \
+         keys in multiples of 128 bits; use a size from 2048 to 8192 that is a multiple of 128 \
+         (2048, 2176, 2304, ..., 3072, ..., 4096, ..., 8192)"
+    )]
     CannotGenerate(u32),
     #[error("key generation failed")]
     Generation,
@@ -127,17 +135,7 @@ impl Key {
     /// A new key as `spec` asks.
     pub fn generate(spec: KeySpec) -> Result<Self, KeyError> {
         let pkcs8 = match spec {
-            KeySpec::Rsa(bits) => {
-                let size = match bits {
-                    2048 => KeySize::Rsa2048,
-                    3072 => KeySize::Rsa3072,
-                    4096 => KeySize::Rsa4096,
-                    8192 => KeySize::Rsa8192,
-                    other => return Err(KeyError::CannotGenerate(other)),
-                };
-                let key = rsa::KeyPair::generate(size).map_err(|_| KeyError::Generation)?;
-                pkcs8_of(&key)?
-            }
+            KeySpec::Rsa(bits) => pkcs8_of(&generate_rsa(bits)?)?,
             KeySpec::Ecdsa(bits) => {
                 let curve = curve(bits).ok_or(KeyError::EcdsaSize(i64::from(bits)))?;
                 let key = EcdsaKeyPair::generate(curve).map_err(|_| KeyError::Generation)?;
@@ -157,7 +155,7 @@ impl Key {
         Ok(Key { spec, pkcs8 })
     }
 
-    /// The PKCS#8 DER (rcgen takes it to sign CSRs).
+    /// The PKCS#8 DER (the keystores hold it).
     pub fn pkcs8_der(&self) -> &[u8] {
         &self.pkcs8
     }
@@ -322,8 +320,9 @@ impl Key {
     }
 
     /// A signature over `message` with `algorithm` (PKCS#1 v1.5 for RSA, DER for ECDSA). ECDSA
-    /// signs with the digest aws-lc-rs pairs with the curve: SHA-256 on P-256, SHA-384 on P-384,
-    /// and SHA-256, SHA-384 or SHA-512 on P-521; other pairs are refused.
+    /// signs with any of the three digests on any curve, as Go does: the pairs aws-lc-rs has
+    /// (SHA-256 on P-256, SHA-384 on P-384, all three on P-521) through it, the others (P-256
+    /// with SHA-384 or SHA-512, P-384 with SHA-256 or SHA-512) through the provider's C API.
     pub fn sign(&self, algorithm: SignatureAlgorithm, message: &[u8]) -> Result<Vec<u8>, KeyError> {
         use SignatureAlgorithm as A;
         let name = self.spec.algorithm();
@@ -348,6 +347,9 @@ impl Key {
                     (521, A::EcdsaWithSha256) => &ECDSA_P521_SHA256_ASN1_SIGNING,
                     (521, A::EcdsaWithSha384) => &ECDSA_P521_SHA384_ASN1_SIGNING,
                     (521, A::EcdsaWithSha512) => &ECDSA_P521_SHA512_ASN1_SIGNING,
+                    (256 | 384, A::EcdsaWithSha256 | A::EcdsaWithSha384 | A::EcdsaWithSha512) => {
+                        return self.sign_ecdsa_digest(algorithm, message).ok_or_else(refused);
+                    }
                     _ => return Err(refused()),
                 };
                 let key =
@@ -365,7 +367,30 @@ impl Key {
     }
 }
 
+impl Key {
+    /// An ECDSA signature over `message` hashed with `algorithm`'s digest, whatever the curve.
+    fn sign_ecdsa_digest(&self, algorithm: SignatureAlgorithm, message: &[u8]) -> Option<Vec<u8>> {
+        use aws_lc_rs::digest;
+        let hash = match algorithm {
+            SignatureAlgorithm::EcdsaWithSha256 => &digest::SHA256,
+            SignatureAlgorithm::EcdsaWithSha384 => &digest::SHA384,
+            SignatureAlgorithm::EcdsaWithSha512 => &digest::SHA512,
+            _ => return None,
+        };
+        provider::ecdsa_sign_digest(&self.pkcs8, digest::digest(hash, message).as_ref())
+    }
+}
+
 impl KeySpec {
+    /// Whether a key of this spec can be generated here: all but RSA sizes that are not a
+    /// multiple of 128 bits (AWS-LC would round them down), refused before any work.
+    pub fn can_generate(self) -> Result<(), KeyError> {
+        match self {
+            KeySpec::Rsa(bits) if bits % 128 != 0 => Err(KeyError::CannotGenerate(bits)),
+            _ => Ok(()),
+        }
+    }
+
     /// `RSA 2048`, `ECDSA 256`, `Ed25519`: for messages.
     pub fn describe(self) -> String {
         match self {
@@ -385,16 +410,45 @@ impl KeySpec {
     }
 }
 
+/// An RSA key of exactly `bits`: aws-lc-rs's fixed sizes, else the provider's C API.
+fn generate_rsa(bits: u32) -> Result<rsa::KeyPair, KeyError> {
+    KeySpec::Rsa(bits).can_generate()?;
+    let size = match bits {
+        2048 => Some(KeySize::Rsa2048),
+        3072 => Some(KeySize::Rsa3072),
+        4096 => Some(KeySize::Rsa4096),
+        8192 => Some(KeySize::Rsa8192),
+        _ => None,
+    };
+    let key = match size {
+        Some(size) => rsa::KeyPair::generate(size).map_err(|_| KeyError::Generation)?,
+        None => {
+            let pkcs1 = provider::rsa_pkcs1(bits).ok_or(KeyError::Generation)?;
+            rsa::KeyPair::from_der(&pkcs1).map_err(|_| KeyError::Generation)?
+        }
+    };
+    if rsa_key(&key)?.spec != KeySpec::Rsa(bits) {
+        return Err(KeyError::CannotGenerate(bits));
+    }
+    Ok(key)
+}
+
 fn pkcs8_of(key: &rsa::KeyPair) -> Result<Vec<u8>, KeyError> {
     let der: Pkcs8V1Der<'_> = key.as_der().map_err(|_| KeyError::Unreadable("RSA"))?;
     Ok(der.as_ref().to_vec())
 }
 
+/// The key with its size in bits: the modulus's bit length (a 2500-bit key is 313 bytes long),
+/// as Go's `N.BitLen()` counts it.
 fn rsa_key(key: &rsa::KeyPair) -> Result<Key, KeyError> {
-    let bits = u32::try_from(key.public_modulus_len() * 8).map_err(|_| KeyError::Unreadable("RSA"))?;
+    let pkcs8 = pkcs8_of(key)?;
+    let bits = rsa::PrivateDecryptingKey::from_pkcs8(&pkcs8)
+        .map_err(|_| KeyError::Unreadable("RSA"))?
+        .key_size_bits();
+    let bits = u32::try_from(bits).map_err(|_| KeyError::Unreadable("RSA"))?;
     Ok(Key {
         spec: KeySpec::Rsa(bits),
-        pkcs8: pkcs8_of(key)?,
+        pkcs8,
     })
 }
 

@@ -8,8 +8,9 @@
 //! - a truststore holds the CA certificates only, and is written only when the CA is known
 //!   (`ca.crt` not empty): the truststore functions return `None` for an empty CA list.
 //!
-//! PKCS#12 profiles (`keystores.pkcs12.profile`): empty means `LegacyRC2`. `Modern2026` (PBMAC1,
-//! RFC 9579) is refused: see [`KeystoreError::Modern2026Unsupported`].
+//! PKCS#12 profiles (`keystores.pkcs12.profile`): empty means `LegacyRC2`. `Modern2026` is
+//! `Modern2023` with a PBMAC1 MAC (RFC 9579), which OpenSSL 3.4+ and Java 26+ read (OpenSSL 3.0
+//! and Java 17 do not); see `pbmac1.rs`.
 //!
 //! Crypto: the project's one provider, aws-lc-rs, does the SHA-1 digests, HMACs, PBKDF2, AES and
 //! the randomness. It offers neither RC2 nor 3DES, which `LegacyRC2` and `LegacyDES` need (they
@@ -22,6 +23,7 @@
 //! thiserror 1, sha1 0.10, rand 0.8) and the format written here is small; see `jks.rs`.
 
 mod jks;
+mod pbmac1;
 mod pkcs12;
 
 use k8s_openapi::jiff::Timestamp;
@@ -39,7 +41,8 @@ pub enum Pkcs12Profile {
     /// PBES2 (PBKDF2-HMAC-SHA256, AES-256-CBC) for certificates and key, HMAC-SHA256 MAC,
     /// 2048 iterations for both, 16-byte salts.
     Modern2023,
-    /// PBES2 with a PBMAC1 MAC: refused when encoding (see the module doc).
+    /// `Modern2023`'s encryption with a PBMAC1 MAC (PBKDF2-HMAC-SHA256, 2048 iterations, 16-byte
+    /// salt, 32-byte key; HMAC-SHA256).
     Modern2026,
 }
 
@@ -64,14 +67,6 @@ impl Pkcs12Profile {
             Self::Modern2026 => "Modern2026",
         }
     }
-
-    /// Whether stores of this profile can be written here (all but `Modern2026`).
-    pub fn check(self) -> Result<(), KeystoreError> {
-        match self {
-            Self::Modern2026 => Err(KeystoreError::Modern2026Unsupported),
-            _ => Ok(()),
-        }
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,12 +75,6 @@ pub enum KeystoreError {
         "unknown PKCS#12 profile {0:?}: use LegacyRC2 (the default), LegacyDES, Modern2023 or Modern2026"
     )]
     UnknownProfile(String),
-    #[error(
-        "PKCS#12 profile Modern2026 is not supported: its PBMAC1 MAC (RFC 9579) cannot be written by \
-         this build's PKCS#12 encoder nor checked against OpenSSL 3.0 or Java 17 (reading it needs \
-         OpenSSL 3.4 or Java 26); use Modern2023"
-    )]
-    Modern2026Unsupported,
     #[error("no certificate to put in the keystore")]
     NoCertificate,
     #[error("the keystore password has a character outside Unicode's Basic Multilingual Plane")]

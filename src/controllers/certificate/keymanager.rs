@@ -138,6 +138,8 @@ fn create(facts: &Facts<'_>, name: &str, others: Vec<Write>) -> FullPlan<KeyNeed
     let existing = facts.target.map(secret_key).filter(|k| !k.is_empty());
     match (never, existing) {
         (true, Some(pem)) => reuse(facts, new, pem),
+        // The issuing controller fails the issuance and says why; nothing to make or retry.
+        _ if spec.can_generate().is_err() => Plan::idle(Next::AwaitChange).followed_by(new.writes(None)),
         _ => fresh_key(facts, new, None),
     }
 }

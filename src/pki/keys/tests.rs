@@ -280,9 +280,15 @@ fn sign_verifies_with_the_public_key_or_refuses_the_pair() {
     use x509_parser::prelude::{FromDer, SubjectPublicKeyInfo};
     let rsa = Key::generate(KeySpec::Rsa(2048)).unwrap();
     let p256 = Key::generate(KeySpec::Ecdsa(256)).unwrap();
+    let p384 = Key::generate(KeySpec::Ecdsa(384)).unwrap();
     let p521 = Key::generate(KeySpec::Ecdsa(521)).unwrap();
     let ed = Key::generate(KeySpec::Ed25519).unwrap();
     let signs: Vec<(&Key, A, &'static dyn VerificationAlgorithm)> = vec![
+        (&p256, A::EcdsaWithSha384, &sig::ECDSA_P256_SHA384_ASN1),
+        (&p256, A::EcdsaWithSha512, &sig::ECDSA_P256_SHA512_ASN1),
+        (&p384, A::EcdsaWithSha256, &sig::ECDSA_P384_SHA256_ASN1),
+        (&p384, A::EcdsaWithSha384, &sig::ECDSA_P384_SHA384_ASN1),
+        (&p384, A::EcdsaWithSha512, &sig::ECDSA_P384_SHA512_ASN1),
         (&rsa, A::Sha256WithRsa, &sig::RSA_PKCS1_2048_8192_SHA256),
         (&rsa, A::Sha384WithRsa, &sig::RSA_PKCS1_2048_8192_SHA384),
         (&rsa, A::Sha512WithRsa, &sig::RSA_PKCS1_2048_8192_SHA512),
@@ -304,13 +310,8 @@ fn sign_verifies_with_the_public_key_or_refuses_the_pair() {
     let refused = [
         (
             &p256,
-            A::EcdsaWithSha384,
-            "cannot sign with ECDSAWithSHA384 using a ECDSA 256 key",
-        ),
-        (
-            &p256,
-            A::EcdsaWithSha512,
-            "cannot sign with ECDSAWithSHA512 using a ECDSA 256 key",
+            A::Sha256WithRsa,
+            "cannot sign with SHA256WithRSA using a ECDSA 256 key",
         ),
         (
             &rsa,
@@ -326,4 +327,40 @@ fn sign_verifies_with_the_public_key_or_refuses_the_pair() {
     for (key, algorithm, message) in refused {
         assert_eq!(key.sign(algorithm, b"m").unwrap_err().to_string(), message);
     }
+}
+
+#[test]
+fn rsa_keys_of_every_multiple_of_128_are_made_and_others_refused_at_once() {
+    // (size asked, openssl's first line, or the refusal)
+    let cases: [(u32, Result<&str, KeyError>); 6] = [
+        (2176, Ok("Private-Key: (2176 bit, 2 primes)")),
+        (2560, Ok("Private-Key: (2560 bit, 2 primes)")),
+        (3072, Ok("Private-Key: (3072 bit, 2 primes)")),
+        (6144, Ok("Private-Key: (6144 bit, 2 primes)")),
+        (2500, Err(KeyError::CannotGenerate(2500))),
+        (8191, Err(KeyError::CannotGenerate(8191))),
+    ];
+    for (bits, want) in cases {
+        let spec = KeySpec::Rsa(bits);
+        match want {
+            Ok(described) => {
+                assert_eq!(spec.can_generate(), Ok(()), "{bits}");
+                let key = Key::generate(spec).unwrap();
+                assert_eq!(key.spec, spec, "{bits}");
+                let pem = key.to_pem(Encoding::Pkcs1).unwrap();
+                assert_eq!(openssl_describes(&pem), described, "{bits}");
+                assert_eq!(Key::from_pem(pem.as_bytes()).map(|k| k.spec), Ok(spec), "{bits}");
+            }
+            Err(refused) => {
+                assert_eq!(spec.can_generate(), Err(refused.clone()), "{bits}");
+                assert_eq!(Key::generate(spec), Err(refused), "{bits}");
+            }
+        }
+    }
+    assert_eq!(
+        KeyError::CannotGenerate(2500).to_string(),
+        "cannot generate an RSA key of 2500 bits: this manager's crypto provider (AWS-LC) makes RSA \
+         keys in multiples of 128 bits; use a size from 2048 to 8192 that is a multiple of 128 \
+         (2048, 2176, 2304, ..., 3072, ..., 4096, ..., 8192)"
+    );
 }

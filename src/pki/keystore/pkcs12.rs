@@ -48,9 +48,11 @@ enum Cipher {
 enum MacDigest {
     Sha1,
     Sha256,
+    /// PBMAC1 with PBKDF2-HMAC-SHA256 and HMAC-SHA256 (see `pbmac1.rs`).
+    Pbmac1,
 }
 
-/// A profile's choices (go-pkcs12's LegacyRC2, LegacyDES and Modern2023).
+/// A profile's choices (go-pkcs12's LegacyRC2, LegacyDES, Modern2023 and Modern2026).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Params {
     certs: Cipher,
@@ -61,8 +63,7 @@ struct Params {
     salt_len: usize,
 }
 
-fn params(profile: Pkcs12Profile) -> Result<Params, KeystoreError> {
-    profile.check()?;
+fn params(profile: Pkcs12Profile) -> Params {
     let legacy = Params {
         certs: Cipher::Rc2_40,
         key: Cipher::TripleDes,
@@ -71,21 +72,26 @@ fn params(profile: Pkcs12Profile) -> Result<Params, KeystoreError> {
         iterations: 2048,
         salt_len: 8,
     };
-    Ok(match profile {
+    let modern = Params {
+        certs: Cipher::Aes256,
+        key: Cipher::Aes256,
+        mac: MacDigest::Sha256,
+        mac_iterations: 2048,
+        iterations: 2048,
+        salt_len: 16,
+    };
+    match profile {
+        Pkcs12Profile::LegacyRc2 => legacy,
         Pkcs12Profile::LegacyDes => Params {
             certs: Cipher::TripleDes,
             ..legacy
         },
-        Pkcs12Profile::Modern2023 => Params {
-            certs: Cipher::Aes256,
-            key: Cipher::Aes256,
-            mac: MacDigest::Sha256,
-            mac_iterations: 2048,
-            iterations: 2048,
-            salt_len: 16,
+        Pkcs12Profile::Modern2023 => modern,
+        Pkcs12Profile::Modern2026 => Params {
+            mac: MacDigest::Pbmac1,
+            ..modern
         },
-        _ => legacy,
-    })
+    }
 }
 
 /// The keystore: key (PKCS#8 DER), leaf with `localKeyId`, the rest of the chain, the CAs.
@@ -96,7 +102,7 @@ pub(super) fn keystore(
     password: &str,
     profile: Pkcs12Profile,
 ) -> Result<Vec<u8>, KeystoreError> {
-    let params = params(profile)?;
+    let params = params(profile);
     let (leaf, rest) = chain.split_first().ok_or(KeystoreError::NoCertificate)?;
     let local_key_id = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA1_FOR_LEGACY_USE_ONLY, leaf);
     let key_id = octet_attribute(LOCAL_KEY_ID, local_key_id.as_ref())?;
@@ -127,7 +133,7 @@ pub(super) fn truststore(
     password: &str,
     profile: Pkcs12Profile,
 ) -> Result<Vec<u8>, KeystoreError> {
-    let params = params(profile)?;
+    let params = params(profile);
     let mut bags = Vec::with_capacity(ca.len());
     for cert in ca {
         let trusted = Attribute {
@@ -273,6 +279,7 @@ fn mac(data: &[u8], password: &str, params: &Params) -> Result<MacData, Keystore
     let salt = salt(params)?;
     let rounds = iterations(params.mac_iterations)?;
     let (oid, algorithm, key) = match params.mac {
+        MacDigest::Pbmac1 => return super::pbmac1::mac(data, password, &salt, params.mac_iterations),
         MacDigest::Sha1 => (
             SHA1,
             hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
@@ -381,8 +388,8 @@ pub(super) const MAX_MAC_ITERATIONS: i32 = 2048;
 /// The longest MAC salt checked: the writers followed use 8 or 16 bytes.
 pub(super) const MAX_MAC_SALT: usize = 64;
 
-/// Whether `der` is a PFX whose MAC verifies with `password` (SHA-1 or SHA-256 MACs, the two
-/// this module writes), and if not why: the caller writes the store again. What the check
+/// Whether `der` is a PFX whose MAC verifies with `password` (SHA-1 or SHA-256 MACs, or PBMAC1:
+/// those this module writes), and if not why: the caller writes the store again. What the check
 /// costs is bounded before it is paid: the size by the caller, the salt and the iteration count
 /// here.
 pub(super) fn check(der: &[u8], password: &str) -> Result<(), Unopened> {
@@ -391,6 +398,9 @@ pub(super) fn check(der: &[u8], password: &str) -> Result<(), Unopened> {
     else {
         return Err(Unopened::Unreadable);
     };
+    if mac_data.mac.algorithm.oid == super::pbmac1::PBMAC1 {
+        return super::pbmac1::verify(&mac_data, content.as_bytes(), password);
+    }
     let salt = mac_data.mac_salt.as_bytes();
     if salt.len() > MAX_MAC_SALT {
         return Err(Unopened::MacSalt {

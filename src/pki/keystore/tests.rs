@@ -9,6 +9,8 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 use super::*;
 use crate::pki::keys::KeySpec;
 
+mod pbmac1;
+
 const PASSWORD: &str = "s3cret-pass";
 
 /// A root CA, an intermediate and a leaf whose key is a [`Key`] of `spec`.
@@ -129,19 +131,6 @@ fn profile_names() {
             assert_eq!(Pkcs12Profile::parse(Some(profile.name())).unwrap(), profile);
         }
     }
-}
-
-#[test]
-fn modern2026_is_refused_with_the_reason() {
-    let f = fixture(KeySpec::Ecdsa(256));
-    let want = "PKCS#12 profile Modern2026 is not supported: its PBMAC1 MAC (RFC 9579) cannot be \
-                written by this build's PKCS#12 encoder nor checked against OpenSSL 3.0 or Java 17 \
-                (reading it needs OpenSSL 3.4 or Java 26); use Modern2023";
-    let keystore = pkcs12_keystore(&f.key, &f.chain, &f.ca, PASSWORD, Pkcs12Profile::Modern2026);
-    assert_eq!(keystore.unwrap_err().to_string(), want);
-    let truststore = pkcs12_truststore(&f.ca, PASSWORD, Pkcs12Profile::Modern2026);
-    assert_eq!(truststore.unwrap_err().to_string(), want);
-    assert_eq!(Pkcs12Profile::Modern2026.check().unwrap_err().to_string(), want);
 }
 
 /// What `openssl pkcs12 -info` reports for one profile: the MAC line, the certificates' and

@@ -21,6 +21,7 @@ use crate::api::certmanager::{
 use crate::certificates::decode;
 use crate::certificates::keys::data;
 use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
+use crate::certificates::next_key::cannot_make;
 use crate::certificates::secret::{
     self, BodyOptions, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, Repair, secret_data_of,
 };
@@ -216,7 +217,10 @@ fn issuing(facts: &Facts<'_>) -> Decision {
         .next_key
         .filter(|k| private_key_matches_spec(k.spec, &crt.spec).is_empty())
     else {
-        return Decision::idle();
+        // A key the provider cannot make fails the issuance at once, saying which sizes work.
+        return cannot_make(crt, facts.secret).map_or_else(Decision::idle, |err| {
+            failed(facts, REASON_FAILED, &err.to_string())
+        });
     };
     let next = next_revision(crt);
     let matching: Vec<&&CertificateRequest> = facts
