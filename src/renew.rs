@@ -109,7 +109,7 @@ pub fn issuing_conditions(crt: &Certificate, now: Timestamp) -> Vec<CertificateC
     match conditions.iter_mut().find(|c| c.type_ == "Issuing") {
         Some(old) => {
             if old.status == issuing.status {
-                issuing.last_transition_time = old.last_transition_time.clone();
+                issuing.last_transition_time.clone_from(&old.last_transition_time);
             }
             *old = issuing;
         }

@@ -2,7 +2,7 @@ use super::*;
 
 fn args(names: &[&str], all: bool, all_namespaces: bool, selector: &str) -> RenewArgs {
     RenewArgs {
-        names: names.iter().map(|n| n.to_string()).collect(),
+        names: names.iter().map(ToString::to_string).collect(),
         namespace: None,
         all,
         all_namespaces,
