@@ -12,6 +12,7 @@ pub mod controllers;
 pub mod manager;
 pub mod pki;
 pub mod redact;
+pub mod renew;
 pub mod telemetry;
 
 /// Installs the one rustls crypto provider (aws-lc-rs) for kube, reqwest and everything else.

@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cfssl_issuer::{cli, manager};
+use cfssl_issuer::{cli, manager, renew};
 
 /// mimalloc, not glibc's malloc: a signed request allocates and frees a few hundred small
 /// buffers (JSON, PEM, DER, HTTP), and glibc spent 10% of the manager's CPU on them (perf).
@@ -29,6 +29,8 @@ enum Command {
     Check(cli::CfsslArgs),
     /// Sign a CSR with a CFSSL CA and print the PEM chain.
     Sign(cli::SignArgs),
+    /// Mark Certificates for manual renewal, as `cmctl renew` (standalone mode).
+    Renew(renew::RenewArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -70,6 +72,10 @@ async fn main() -> ExitCode {
         Some(Command::Sign(args)) => {
             cfssl_issuer::telemetry::init_cli_logging();
             cli::sign(args).await
+        }
+        Some(Command::Renew(args)) => {
+            cfssl_issuer::telemetry::init_cli_logging();
+            renew::run(args).await
         }
     }
 }

@@ -38,6 +38,12 @@ async fn a_certificate_becomes_a_ready_secret() -> anyhow::Result<()> {
         Some("true")
     );
     assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    // cert-manager with server-side apply on keeps Issuing=False/Issued after success.
+    let issuing = crt.condition("Issuing").expect("Issuing kept after success");
+    assert_eq!(
+        (issuing.status.as_str(), issuing.reason.as_str()),
+        ("False", "Issued")
+    );
     let status = crt.status.expect("status");
     assert_eq!(status.revision, Some(1));
     assert!(status.not_after.is_some() && status.renewal_time.is_some());

@@ -98,9 +98,11 @@ pub fn verdict(
 /// The approver's plan for a verdict.
 pub fn decide(cr: &CertificateRequest, verdict: Verdict, now: Timestamp) -> Plan<()> {
     match verdict {
+        // cert-manager's approver records a Normal Event with the condition's reason and
+        // message once the approval is written.
         Verdict::Approve => Plan {
             status: Some(approval(now)),
-            event: None,
+            event: Some(Notice::normal(REASON, "Approve", MESSAGE)),
             next: Next::AwaitChange,
         },
         Verdict::NotOurs => Plan::idle(Next::AwaitChange),

@@ -38,16 +38,18 @@ pub fn decide(input: &Input) -> Plan<()> {
     let crt = &input.certificate;
     let times = times(input);
     let errors = validation::validate(&crt.spec);
+    // As cert-manager: a renewal time the windows cannot place overrides the chain's verdict.
+    let window_error = times.as_ref().and_then(|t| t.window_error.clone());
     let (ready, why, message) = if !errors.is_empty() {
         (false, REASON_INVALID, validation::message(&errors))
-    } else if let Some((_, violation)) = evaluate(READINESS, input) {
-        (false, violation.reason, violation.message)
-    } else if let Some(err) = times.as_ref().and_then(|t| t.window_error.clone()) {
+    } else if let Some(err) = &window_error {
         (
             false,
             reason::WINDOW_ERROR,
             format!("Could not calculate renewal time: {err}"),
         )
+    } else if let Some((_, violation)) = evaluate(READINESS, input) {
+        (false, violation.reason, violation.message)
     } else {
         (
             true,
@@ -67,10 +69,15 @@ pub fn decide(input: &Input) -> Plan<()> {
     }
     let next = next_look(times.as_ref(), input.now);
     let status = (!already_says(crt, &doc)).then(|| document(Value::Object(doc)));
-    let event = times
-        .as_ref()
-        .filter(|_| status.is_some())
-        .and_then(|t| renewal_adjusted(crt, t));
+    // cert-manager records the WindowError Warning on every sync that finds it.
+    let event = if why == reason::WINDOW_ERROR {
+        Some(Notice::warning(reason::WINDOW_ERROR, "Schedule", &message))
+    } else {
+        times
+            .as_ref()
+            .filter(|_| status.is_some())
+            .and_then(|t| renewal_adjusted(crt, t))
+    };
     Plan { status, event, next }
 }
 
@@ -131,6 +138,10 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);
+    if let Some(why) = observe::duplicate_requests(&crt, &requests) {
+        tracing::info!(controller = NAME, certificate = %observe::describe(&crt), "{why}");
+        return Ok(ctx.retry(super::retry_key(NAME, &crt)));
+    }
     let secret = observe::target_secret(&ctx, &crt).await?;
     let mut input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
     input.renewal_jitter = ctx.settings.renewal_jitter;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use kube::ResourceExt;
 use kube::runtime::controller::Action;
 
-pub use self::build::{annotations_to_copy, request, request_name};
+pub use self::build::{annotations_to_copy, go_duration_string, request, request_name};
 use super::observe::{self, next_revision, revision_of};
 use super::{CertificateContext, Error, computed, execute, log_and_retry};
 use crate::api::ConditionStatus;

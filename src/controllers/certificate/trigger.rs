@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::ResourceExt;
 use kube::runtime::controller::Action;
+use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::status::{condition, document};
@@ -42,17 +42,24 @@ pub struct Facts {
 
 /// The trigger's plan: `Issuing=True` with the reason, or when to look again.
 pub fn decide(facts: &Facts) -> Plan<()> {
+    decide_warned(facts).1
+}
+
+/// [`decide`], with the Warning cert-manager records before the status write when the renewal
+/// windows could not place the renewal (`WindowError`); the plan's own Event is then the
+/// Normal `Issuing` one, as for every other reason.
+pub fn decide_warned(facts: &Facts) -> (Option<Notice>, Plan<()>) {
     let crt = &facts.input.certificate;
     let now = facts.input.now;
     // A spec cert-manager's webhook would refuse is never issued; readiness says why.
     if crt.has_true(ISSUING) || !validation::validate(&crt.spec).is_empty() {
-        return Plan::idle(Next::AwaitChange);
+        return (None, Plan::idle(Next::AwaitChange));
     }
     if !facts.owns_secret {
-        return Plan::idle(Next::After(NOT_OWNER_RECHECK));
+        return (None, Plan::idle(Next::After(NOT_OWNER_RECHECK)));
     }
     if let Some(wait) = backing_off(facts) {
-        return Plan::idle(Next::After(wait));
+        return (None, Plan::idle(Next::After(wait)));
     }
     let scheduled = crt.status.as_ref().and_then(|s| s.renewal_time.as_ref());
     let Some((_, violation)) = evaluate(TRIGGER, &facts.input) else {
@@ -60,9 +67,9 @@ pub fn decide(facts: &Facts) -> Plan<()> {
             .map(|t| t.0.duration_since(now))
             .and_then(|d| Duration::try_from(d).ok())
             .map_or(Next::AwaitChange, |d| Next::After(d.max(Duration::from_secs(1))));
-        return Plan::idle(next);
+        return (None, Plan::idle(next));
     };
-    let (reason, message, event) = if violation.reason == reason::WINDOW_ERROR {
+    let (reason, message, warning) = if violation.reason == reason::WINDOW_ERROR {
         let note = format!(
             "Renewing certificate without satisfying renewal windows due to {}",
             violation.message
@@ -77,16 +84,15 @@ pub fn decide(facts: &Facts) -> Plan<()> {
             Some(Notice::warning(reason::WINDOW_ERROR, "Trigger", &note)),
         )
     } else {
-        let message = violation.message.clone();
-        let event = Some(Notice::normal("Issuing", "Trigger", &message));
-        (violation.reason, message, event)
+        (violation.reason, violation.message.clone(), None)
     };
     let issuing = condition(crt, ISSUING, true, reason, &message, now);
-    Plan {
+    let plan = Plan {
         status: Some(document(json!({ "conditions": [issuing] }))),
-        event,
+        event: Some(Notice::normal("Issuing", "Trigger", &message)),
         next: Next::AwaitChange,
-    }
+    };
+    (warning, plan)
 }
 
 /// How much longer to wait after failed issuances; none when the next request no longer
@@ -139,16 +145,23 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);
+    if let Some(why) = observe::duplicate_requests(&crt, &requests) {
+        tracing::info!(controller = NAME, certificate = %observe::describe(&crt), "{why}");
+        return Ok(ctx.retry(super::retry_key(NAME, &crt)));
+    }
     let secret = observe::target_secret(&ctx, &crt).await?;
     let mut facts = facts(&ctx, &crt, secret, &requests);
-    let mut plan = decide(&facts);
+    let (mut warning, mut plan) = decide_warned(&facts);
     if plan.status.is_some() {
         // About to issue: decide again on the Secret as the API server has it now, so a cache
         // that has not seen the last issuance's Secret yet cannot start another.
         let live =
             observe::live_secret(&ctx, &crt.namespace().unwrap_or_default(), &crt.spec.secret_name).await?;
         facts = self::facts(&ctx, &crt, live, &requests);
-        plan = decide(&facts);
+        (warning, plan) = decide_warned(&facts);
+    }
+    if let Some(notice) = &warning {
+        ctx.events.publish(notice, &crt.object_ref(&())).await;
     }
     let next = execute(&ctx, &crt, FieldManager::TRIGGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));

@@ -213,7 +213,15 @@ fn the_approval_is_one_condition() {
         Verdict::Approve,
         fixtures::at("2026-02-01T00:00:00Z"),
     );
-    assert_eq!((&plan.event, &plan.next), (&None, &Next::AwaitChange));
+    assert_eq!(plan.next, Next::AwaitChange);
+    assert_eq!(
+        event(&plan),
+        Some((
+            "Normal".to_string(),
+            "cfssl-issuer.wikimedia.org".to_string(),
+            "Certificate request has been approved by cfssl-issuer (standalone mode)".to_string(),
+        ))
+    );
     let body = plan.status;
     assert_eq!(
         body,

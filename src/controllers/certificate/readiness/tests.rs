@@ -205,3 +205,48 @@ fn the_jitter_moves_the_written_renewal_time() {
     let doc = decide(&jittered).status.expect("a status apply");
     assert_eq!(doc["status"]["renewalTime"], "2026-03-02T00:00:00Z");
 }
+
+fn unplaceable_window(i: &mut Input) {
+    i.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
+        windows: vec![crate::api::certmanager::RenewalWindow {
+            cron: "0 10 1 6 *".to_string(),
+            window_duration: "2h".to_string(),
+            ..Default::default()
+        }],
+        policy: "RenewBefore".to_string(),
+        ..Default::default()
+    });
+}
+
+/// As cert-manager's readiness: a renewal time the windows cannot place sets
+/// `Ready=False/WindowError` over the chain's verdict (here `Expired`), with a Warning Event of
+/// the same reason and message, on each sync that finds it.
+#[test]
+fn a_window_error_takes_precedence_and_warns() {
+    let message = "Could not calculate renewal time: cannot find a time with the given windows between \
+                   2026-01-01 00:00:00 +0000 UTC and 2026-04-01 00:00:00 +0000 UTC for: 2026-03-02 00:00:00 +0000 UTC";
+    for now in ["2026-02-01T00:00:00Z", "2026-04-01T00:00:01Z"] {
+        let plan = decide(&input(|i| {
+            unplaceable_window(i);
+            i.now = at(now);
+        }));
+        assert_eq!(
+            applied_condition(&plan, READY),
+            Some((
+                "False".to_string(),
+                "WindowError".to_string(),
+                message.to_string()
+            )),
+            "{now}"
+        );
+        assert_eq!(
+            crate::controllers::certificate::testing::event(&plan),
+            Some((
+                "Warning".to_string(),
+                "WindowError".to_string(),
+                message.to_string()
+            )),
+            "{now}"
+        );
+    }
+}

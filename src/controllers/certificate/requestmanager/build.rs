@@ -12,6 +12,7 @@ use kube::ResourceExt;
 use sha2::{Digest, Sha256};
 
 use crate::api::certmanager::{Certificate, CertificateRequest, CertificateRequestSpec};
+use crate::certificates::go::{format_go_duration, parse_go_duration};
 use crate::certificates::keys::annotation;
 use crate::certificates::secret::certificate_owner_reference;
 use crate::controllers::signing::budget::RENEW_BY;
@@ -23,6 +24,16 @@ const MAX_NAME: usize = 233;
 
 /// `<certificate>-<revision>`; a Certificate name over 233 characters becomes its first
 /// DNS-safe characters, a dash and the SHA-256 of the whole name.
+/// `text` as cert-manager writes a request's `spec.duration`: its `metav1.Duration` printed by
+/// Go's `time.Duration.String` (`2160h` -> `2160h0m0s`). Text Go cannot parse is kept as is
+/// (validation reports it on the Certificate).
+pub fn go_duration_string(text: &str) -> String {
+    parse_go_duration(text)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_nanos()).ok())
+        .map_or_else(|| text.to_string(), format_go_duration)
+}
+
 pub fn request_name(certificate: &str, revision: i64) -> String {
     format!("{}-{revision}", shortened(certificate, MAX_NAME))
 }
@@ -88,7 +99,7 @@ pub fn request(
     let spec = CertificateRequestSpec {
         request: ByteString(csr.into_bytes()),
         issuer_ref: crt.spec.issuer_ref.clone(),
-        duration: crt.spec.duration.clone(),
+        duration: crt.spec.duration.as_deref().map(go_duration_string),
         is_ca: crt.spec.is_ca,
         usages: crt.spec.usages.clone(),
         ..CertificateRequestSpec::default()

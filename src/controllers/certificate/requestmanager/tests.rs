@@ -313,7 +313,7 @@ fn the_request_carries_the_spec_labels_annotations_and_owner() {
     );
     assert_eq!(
         (cr.spec.duration.as_deref(), cr.spec.is_ca, cr.spec.usages.clone()),
-        (Some("2h"), false, vec!["server auth".to_string()])
+        (Some("2h0m0s"), false, vec!["server auth".to_string()])
     );
     assert_eq!(cr.spec.issuer_ref, crt.spec.issuer_ref);
     assert!(
@@ -321,4 +321,31 @@ fn the_request_carries_the_spec_labels_annotations_and_owner() {
         "the CSR is for the next key"
     );
     assert!(request_matches_spec(&cr, &crt.spec).expect("parses").is_empty());
+}
+
+/// A request's `spec.duration` as Go's `time.Duration.String` prints the parsed value, as
+/// cert-manager's request manager writes it.
+#[test]
+fn the_request_duration_is_written_as_go_prints_it() {
+    let cases = [
+        ("2160h", "2160h0m0s"),
+        ("90m", "1h30m0s"),
+        ("1h", "1h0m0s"),
+        ("3600s", "1h0m0s"),
+        ("1.5h", "1h30m0s"),
+        ("1h0.5s", "1h0m0.5s"),
+        ("45s", "45s"),
+        ("2m", "2m0s"),
+        ("1500ms", "1.5s"),
+        ("0.25s", "250ms"),
+        ("1h30m0s", "1h30m0s"),
+        ("not a duration", "not a duration"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(super::go_duration_string(text), want, "{text}");
+        let mut crt = fixtures::certificate("web", fixtures::spec());
+        crt.spec.duration = Some(text.into());
+        let cr = super::request(&crt, fixtures::ec(), 1, "web-key", &[]).expect("request");
+        assert_eq!(cr.spec.duration.as_deref(), Some(want), "{text}");
+    }
 }

@@ -328,3 +328,49 @@ fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
         assert_eq!(reason.as_deref(), want, "{row}");
     }
 }
+
+fn unplaceable_window(f: &mut Facts) {
+    f.input.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
+        windows: vec![crate::api::certmanager::RenewalWindow {
+            cron: "0 10 1 6 *".to_string(),
+            window_duration: "2h".to_string(),
+            ..Default::default()
+        }],
+        policy: "RenewBefore".to_string(),
+        ..Default::default()
+    });
+    f.input.now = at("2026-03-02T00:00:00Z");
+}
+
+/// cert-manager's trigger records the `WindowError` Warning, then, once `Issuing` is written,
+/// the Normal `Issuing` Event with the condition's message.
+#[test]
+fn a_window_error_warns_then_posts_issuing() {
+    let (warning, plan) = decide_warned(&facts(unplaceable_window));
+    let window = "cannot find a time with the given windows between 2026-01-01 00:00:00 +0000 UTC and \
+                  2026-04-01 00:00:00 +0000 UTC for: 2026-03-02 00:00:00 +0000 UTC";
+    let message = "Renewing certificate without satisfying renewal windows at: <nil>";
+    assert_eq!(
+        warning.map(|w| (format!("{:?}", w.type_), w.reason.to_string(), w.note)),
+        Some((
+            "Warning".to_string(),
+            "WindowError".to_string(),
+            format!("Renewing certificate without satisfying renewal windows due to {window}"),
+        ))
+    );
+    assert_eq!(
+        event(&plan),
+        Some(("Normal".to_string(), "Issuing".to_string(), message.to_string()))
+    );
+    assert_eq!(
+        applied_condition(&plan, ISSUING),
+        Some(("True".to_string(), "Renewing".to_string(), message.to_string()))
+    );
+}
+
+#[test]
+fn other_reasons_carry_no_warning() {
+    let (warning, plan) = decide_warned(&facts(|f| f.input.secret = None));
+    assert_eq!(warning, None);
+    assert_eq!(event(&plan).map(|e| e.1), Some("Issuing".to_string()));
+}
