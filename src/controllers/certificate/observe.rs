@@ -86,33 +86,6 @@ where
         .filter_map(move |name| store.get(&ObjectRef::new(&name).within(&namespace)))
 }
 
-/// Why the trigger and readiness skip a Certificate, as cert-manager's gatherer does: more than
-/// one request for its current revision, or for its next one (checked in that order). They
-/// retry after the back-off, by when the request manager or the revision manager has removed
-/// the duplicate; the request manager itself keeps every request that matches and makes none.
-pub fn duplicate_requests(crt: &Certificate, requests: &[Arc<CertificateRequest>]) -> Option<String> {
-    let count = |revision: i64| {
-        requests
-            .iter()
-            .filter(|cr| revision_of(cr) == Some(revision))
-            .count()
-    };
-    let current = crt.status.as_ref().and_then(|s| s.revision);
-    if let Some(revision) = current.filter(|r| count(*r) > 1) {
-        return Some(format!(
-            "multiple CertificateRequests were found for the 'current' revision {revision}, \
-             issuance is skipped until there are no more duplicates"
-        ));
-    }
-    let next = next_revision(crt);
-    (count(next) > 1).then(|| {
-        format!(
-            "multiple CertificateRequests were found for the 'next' revision {next}, \
-             issuance is skipped until there are no more duplicates"
-        )
-    })
-}
-
 /// The first of `requests` made for `revision`.
 pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Option<CertificateRequest> {
     requests
@@ -278,6 +251,3 @@ pub fn current_request(
 pub fn describe(crt: &Certificate) -> String {
     crate::controllers::kit::plan::describe(crt)
 }
-
-#[cfg(test)]
-mod tests;

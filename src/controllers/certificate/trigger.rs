@@ -145,10 +145,6 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Action::await_change());
     }
     let requests = observe::owned_requests(&ctx, &crt);
-    if let Some(why) = observe::duplicate_requests(&crt, &requests) {
-        tracing::info!(controller = NAME, certificate = %observe::describe(&crt), "{why}");
-        return Ok(ctx.retry(super::retry_key(NAME, &crt)));
-    }
     let secret = observe::target_secret(&ctx, &crt).await?;
     let mut facts = facts(&ctx, &crt, secret, &requests);
     let (mut warning, mut plan) = decide_warned(&facts);
