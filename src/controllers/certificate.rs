@@ -63,9 +63,11 @@ pub struct CertificateContext {
 }
 
 /// Per controller and Certificate (UID), the resourceVersion of the cached Certificate the
-/// controller's last status write was based on, until the cache shows a newer one. A reconcile
-/// of that same copy (woken by a Secret or request event that overtook the Certificate's own)
-/// would decide on a status the controller has already changed, and write it again: skipped,
+/// controller's last status write was based on, and the one the write made, until the cache
+/// shows a newer one. A reconcile of that same copy (woken by a Secret or request event that
+/// overtook the Certificate's own), or of one written by another controller in between (a
+/// version after the copy and before the write, when both read as numbers, as etcd's do),
+/// would decide on a status without the controller's own change, and write it again: skipped,
 /// the write's own watch event brings the Certificate back.
 ///
 /// Beside it, the UIDs of the objects the controllers deleted (key Secrets, requests), until
@@ -74,16 +76,20 @@ pub struct CertificateContext {
 /// it again.
 #[derive(Default)]
 struct Acted {
-    based_on: std::sync::Mutex<std::collections::HashMap<(&'static str, String), String>>,
+    based_on: std::sync::Mutex<BasedOn>,
     deleted: std::sync::Mutex<std::collections::HashSet<String>>,
 }
+
+/// By field manager and Certificate UID: the resourceVersion a status write was based on, and
+/// the one it made.
+type BasedOn = std::collections::HashMap<(&'static str, String), (String, String)>;
 
 /// Entries beyond which [`Acted`] starts over: an entry normally lives one watch round trip,
 /// but one for a Certificate deleted in that time would stay.
 const ACTED_MAX: usize = 65_536;
 
 impl Acted {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<(&'static str, String), String>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BasedOn> {
         self.based_on
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -120,7 +126,7 @@ impl Acted {
         let mut acted = self.lock();
         let key = (manager.as_str(), uid.clone());
         match acted.get(&key) {
-            Some(based_on) if based_on == version => true,
+            Some((based_on, written)) if based_on == version || between(based_on, version, written) => true,
             Some(_) => {
                 acted.remove(&key);
                 false
@@ -134,14 +140,28 @@ impl Acted {
         let (Some(uid), Some(version)) = (&crt.metadata.uid, &crt.metadata.resource_version) else {
             return;
         };
-        if written.is_none_or(|w| w == version) {
+        let Some(written) = written.filter(|w| w != version) else {
             return;
-        }
+        };
         let mut acted = self.lock();
         if acted.len() >= ACTED_MAX {
             acted.clear();
         }
-        acted.insert((manager.as_str(), uid.clone()), version.clone());
+        acted.insert(
+            (manager.as_str(), uid.clone()),
+            (version.clone(), written.to_string()),
+        );
+    }
+}
+
+/// Whether resourceVersion `version` comes after `based_on` and before `written`, when all
+/// three read as numbers; `false` otherwise (resourceVersions are opaque to clients: without
+/// numbers only the copy written on is skipped).
+fn between(based_on: &str, version: &str, written: &str) -> bool {
+    let number = |v: &str| v.parse::<u64>().ok();
+    match (number(based_on), number(version), number(written)) {
+        (Some(b), Some(v), Some(w)) => b < v && v < w,
+        _ => false,
     }
 }
 
@@ -271,7 +291,8 @@ mod acted_tests {
         crt
     }
 
-    /// A controller skips only the copy it wrote on, until the cache shows a newer one; another
+    /// A controller skips the copy it wrote on (and, with numeric versions, one written before
+    /// its write), until the cache shows its write or a newer one; another
     /// controller, a write that changed nothing and an unknown Certificate never are skipped.
     #[test]
     fn the_copy_written_on_is_skipped_until_a_newer_one() {
@@ -279,21 +300,31 @@ mod acted_tests {
         let (trigger, readiness) = (FieldManager::TRIGGER, FieldManager::READINESS);
         acted.record(trigger, &crt("a", "5"), Some("6"));
         acted.record(readiness, &crt("b", "7"), Some("7"));
+        acted.record(readiness, &crt("d", "10"), Some("13"));
+        acted.record(trigger, &crt("e", "x1"), Some("x3"));
         let rows = [
-            ("the copy written on", trigger, crt("a", "5"), true),
-            ("another controller", readiness, crt("a", "5"), false),
-            ("a write that changed nothing", readiness, crt("b", "7"), false),
-            ("a Certificate never written", trigger, crt("c", "1"), false),
-            ("the cache caught up", trigger, crt("a", "6"), false),
             (
-                "then the old copy again: forgotten",
+                "a copy between the one written on and the write",
+                readiness,
+                ("d", "12"),
+                true,
+            ),
+            ("the write's own copy", readiness, ("d", "13"), false),
+            (
+                "opaque versions: only the copy written on",
                 trigger,
-                crt("a", "5"),
+                ("e", "x2"),
                 false,
             ),
+            ("the copy written on", trigger, ("a", "5"), true),
+            ("another controller", readiness, ("a", "5"), false),
+            ("a write that changed nothing", readiness, ("b", "7"), false),
+            ("a Certificate never written", trigger, ("c", "1"), false),
+            ("the cache caught up", trigger, ("a", "6"), false),
+            ("then the old copy again: forgotten", trigger, ("a", "5"), false),
         ];
-        for (row, manager, crt, stale) in rows {
-            assert_eq!(acted.stale(manager, &crt), stale, "{row}");
+        for (row, manager, (uid, version), stale) in rows {
+            assert_eq!(acted.stale(manager, &crt(uid, version)), stale, "{row}");
         }
     }
 

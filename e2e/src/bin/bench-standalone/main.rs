@@ -23,7 +23,9 @@
 //! Environment: `BENCH_N` (1000), `BENCH_SCALE_N` (5 N), `BENCH_READY` (10000),
 //! `BENCH_IDLE_SECS` (60), `BENCH_CONCURRENCY` (8, the manager's `--concurrency`),
 //! `BENCH_SECRETS` (10000), `BENCH_SECRET_SIZE` (4096 bytes), `BENCH_TLS` (1: the CA over
-//! HTTPS as in production; 0: plain HTTP), `BENCH_BUDGET` (20 signs/s; 0 skips the phase).
+//! HTTPS as in production; 0: plain HTTP), `BENCH_BUDGET` (20 signs/s; 0 skips the phase),
+//! `BENCH_RSA` (1; 0 skips the RSA-2048 phase and its key generation rate, for quick
+//! iterations on the ECDSA figures).
 
 mod budget;
 mod machine;
@@ -59,6 +61,7 @@ pub struct Settings {
     secret_size: usize,
     tls: bool,
     budget: u32,
+    rsa: bool,
 }
 
 impl Settings {
@@ -74,6 +77,7 @@ impl Settings {
             secret_size: env_or("BENCH_SECRET_SIZE", 4096)?,
             tls: env_or::<u8>("BENCH_TLS", 1)? != 0,
             budget: env_or("BENCH_BUDGET", 20)?,
+            rsa: env_or::<u8>("BENCH_RSA", 1)? != 0,
         })
     }
 }
@@ -202,7 +206,7 @@ async fn phases(
         manager,
         n: s.n,
     };
-    let (ecdsa, rsa) = (KeySpec::Ecdsa(256), KeySpec::Rsa(2048));
+    let ecdsa = KeySpec::Ecdsa(256);
     let ns = namespace_with_issuer(cluster, ca, "ecdsa").await?;
     eprintln!("phase 1: {} ECDSA Certificates", s.n);
     let issued = bench.issue(&ns, ISSUER, ecdsa).await?;
@@ -214,22 +218,17 @@ async fn phases(
     eprintln!("phase 3: {} more ECDSA Certificates", s.scale_n);
     let scaled = bench.issue_n(&ns, ISSUER, ecdsa, s.scale_n).await?;
     eprintln!("  done in {:.2?}", scaled.elapsed);
-    eprintln!(
-        "phase 4: this machine's RSA-2048 key generation rate, then {} RSA-2048 Certificates",
-        s.n
-    );
-    let keygen = tokio::task::block_in_place(|| machine::rsa_2048_keygen_rate(KEYGEN_FOR))?;
-    eprintln!(
-        "  {:.1} RSA-2048 keys/s on all cores ({} keys, {:.1} ms CPU each)",
-        keygen.rate,
-        keygen.keys,
-        keygen.cpu_per_key.as_secs_f64() * 1e3
-    );
-    let ns = namespace_with_issuer(cluster, ca, "rsa").await?;
-    let issued_rsa = bench.issue(&ns, ISSUER, rsa).await?;
-    eprintln!("  done in {:.2?}", issued_rsa.elapsed);
-    let mut phases = vec![issued, renewed, scaled, issued_rsa];
-    let ready = s.n + s.scale_n + s.n;
+    let rsa = match s.rsa {
+        true => Some(rsa_phase(cluster, ca, &bench, s.n).await?),
+        false => None,
+    };
+    let rsa_n = rsa.as_ref().map_or(0, |(_, p)| p.n);
+    let mut phases = vec![issued, renewed, scaled];
+    let keygen = rsa.map(|(keygen, issued_rsa)| {
+        phases.push(issued_rsa);
+        keygen
+    });
+    let ready = s.n + s.scale_n + rsa_n;
     if s.ready > ready {
         let ns = namespace_with_issuer(cluster, ca, "fill").await?;
         eprintln!(
@@ -247,6 +246,27 @@ async fn phases(
         rss: [0, 0, idle.rss_kib, manager.peak_rss_kib().unwrap_or(0)],
         budget: None,
     })
+}
+
+/// This machine's RSA-2048 key generation rate, then `n` RSA-2048 Certificates.
+async fn rsa_phase(
+    cluster: &Cluster,
+    ca: &simple_cfssl::Running,
+    bench: &Bench<'_>,
+    n: usize,
+) -> anyhow::Result<(machine::Keygen, phase::Outcome)> {
+    eprintln!("phase 4: this machine's RSA-2048 key generation rate, then {n} RSA-2048 Certificates");
+    let keygen = tokio::task::block_in_place(|| machine::rsa_2048_keygen_rate(KEYGEN_FOR))?;
+    eprintln!(
+        "  {:.1} RSA-2048 keys/s on all cores ({} keys, {:.1} ms CPU each)",
+        keygen.rate,
+        keygen.keys,
+        keygen.cpu_per_key.as_secs_f64() * 1e3
+    );
+    let ns = namespace_with_issuer(cluster, ca, "rsa").await?;
+    let issued_rsa = bench.issue(&ns, ISSUER, KeySpec::Rsa(2048)).await?;
+    eprintln!("  done in {:.2?}", issued_rsa.elapsed);
+    Ok((keygen, issued_rsa))
 }
 
 /// The manager left alone with every Certificate Ready: its settled RSS, then its writes and
