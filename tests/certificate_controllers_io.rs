@@ -212,6 +212,10 @@ async fn the_approver_applies_approved_as_its_own_manager() {
     );
     assert_eq!(body["status"]["conditions"][0]["type"], "Approved");
     answer(send, StatusCode::OK, &body);
+    // cert-manager's approver records the approval as a Normal Event on the request too.
+    let (reason, note) = event_note(&mut handle).await;
+    assert_eq!(reason, approver::REASON);
+    assert_eq!(note, approver::MESSAGE);
     finish(task).await.unwrap();
     no_more_requests(&mut handle).await;
 }
