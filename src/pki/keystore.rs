@@ -163,11 +163,15 @@ pub fn jks_truststore(
 /// whoever wrote the Secret.
 pub const MAX_STORE_BYTES: usize = 1 << 20;
 
-/// The most MAC iterations a stored PKCS#12 store may claim to be checked (see `pkcs12.rs`).
-pub const MAX_PKCS12_MAC_ITERATIONS: i32 = pkcs12::MAX_MAC_ITERATIONS;
+/// The most MAC iterations a stored PFX may claim to be checked here. The writers the PKCS#12 code
+/// follows (go-pkcs12, and `pkcs12.rs`) use 1 (the legacy profiles) or 2,048 (`Modern2023`), so
+/// every store this manager or cert-manager wrote is under it; a store over it was written by
+/// someone else and is written again anyway, so the check costs at most 2,048 hashes whatever
+/// the Secret says (a count of 2^31-1 would take the check a minute of CPU).
+pub const MAX_PKCS12_MAC_ITERATIONS: i32 = 2048;
 
-/// The longest PKCS#12 MAC salt checked, in bytes.
-pub const MAX_PKCS12_MAC_SALT: usize = pkcs12::MAX_MAC_SALT;
+/// The longest PKCS#12 MAC salt checked, in bytes: the writers followed use 8 or 16.
+pub const MAX_PKCS12_MAC_SALT: usize = 64;
 
 /// Why a stored keystore does not open here; the caller writes it again. Each message reads
 /// after the store's name ("keystore.p12 claims ...").

@@ -11,7 +11,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use super::certificates::CertificateCollector;
-use super::server::Role;
 use crate::api::certmanager::Certificate;
 use crate::clock::lock;
 use kube::runtime::reflector::Store;
@@ -296,10 +295,9 @@ impl Metrics {
         self.certificates.watch(store);
     }
 
-    /// Sets `leader` from this replica's role.
-    pub fn set_role(&self, role: Role) {
-        self.leader
-            .set(i64::from(matches!(role, Role::Alone | Role::Leader)));
+    /// Sets `leader`: whether this replica reconciles (it leads, or election is off).
+    pub fn set_leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     /// The OpenMetrics text exposition.

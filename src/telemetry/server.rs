@@ -26,6 +26,13 @@ pub enum Role {
     Lost = 3,
 }
 
+impl Role {
+    /// Whether a replica in this role reconciles: it leads, or election is off.
+    pub fn reconciles(self) -> bool {
+        matches!(self, Role::Alone | Role::Leader)
+    }
+}
+
 /// What `/healthz` and `/readyz` report.
 #[derive(Debug)]
 pub struct Health {
@@ -140,7 +147,7 @@ pub async fn serve(
 }
 
 async fn render(State((metrics, health)): State<(Arc<Metrics>, Arc<Health>)>) -> axum::response::Response {
-    metrics.set_role(health.role());
+    metrics.set_leading(health.role().reconciles());
     match metrics.render() {
         Ok(text) => (
             [(

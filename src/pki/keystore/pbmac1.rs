@@ -16,8 +16,8 @@ use pkcs12::cms::cert::x509::spki::AlgorithmIdentifierOwned;
 use pkcs12::{DigestInfo, MacData};
 use yasna::models::ObjectIdentifier as Oid;
 
-use super::pkcs12::{MAX_MAC_ITERATIONS, MAX_MAC_SALT};
 use super::{KeystoreError, Unopened};
+use super::{MAX_PKCS12_MAC_ITERATIONS, MAX_PKCS12_MAC_SALT};
 
 pub(super) const PBMAC1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.5.14");
 const PBKDF2: &[u64] = &[1, 2, 840, 113_549, 1, 5, 12];
@@ -137,17 +137,17 @@ pub(super) fn verify(mac_data: &MacData, content: &[u8], password: &str) -> Resu
         .and_then(|p| der::Encode::to_der(p).ok())
         .ok_or(Unopened::Unreadable)?;
     let params = parse(&der).ok_or(Unopened::Unreadable)?;
-    if params.salt.len() > MAX_MAC_SALT {
+    if params.salt.len() > MAX_PKCS12_MAC_SALT {
         return Err(Unopened::MacSalt {
             len: params.salt.len(),
-            max: MAX_MAC_SALT,
+            max: MAX_PKCS12_MAC_SALT,
         });
     }
     let count = i32::try_from(params.iterations).unwrap_or(i32::MAX);
-    if count > MAX_MAC_ITERATIONS {
+    if count > MAX_PKCS12_MAC_ITERATIONS {
         return Err(Unopened::MacIterations {
             count,
-            max: MAX_MAC_ITERATIONS,
+            max: MAX_PKCS12_MAC_ITERATIONS,
         });
     }
     let rounds = std::num::NonZeroU32::new(u32::try_from(count).unwrap_or(0)).ok_or(Unopened::Unreadable)?;

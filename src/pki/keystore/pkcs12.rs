@@ -17,7 +17,7 @@ use pkcs12::pbe_params::{EncryptedPrivateKeyInfo, Pkcs12PbeParams};
 use pkcs12::pfx::{Pfx, Version};
 use pkcs12::{CertBag, DigestInfo, MacData, SafeBag};
 
-use super::{KeystoreError, Pkcs12Profile, Unopened};
+use super::{KeystoreError, MAX_PKCS12_MAC_ITERATIONS, MAX_PKCS12_MAC_SALT, Pkcs12Profile, Unopened};
 
 const DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.1");
 const ENCRYPTED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.6");
@@ -378,16 +378,6 @@ fn pbes2_aes256(
     Ok((algorithm, encrypted))
 }
 
-/// The most MAC iterations a stored PFX may claim to be checked here. The writers this module
-/// follows (go-pkcs12, and this module) use 1 (the legacy profiles) or 2,048 (`Modern2023`), so
-/// every store this manager or cert-manager wrote is under it; a store over it was written by
-/// someone else and is written again anyway, so the check costs at most 2,048 hashes whatever
-/// the Secret says (a count of 2^31-1 would take the check a minute of CPU).
-pub(super) const MAX_MAC_ITERATIONS: i32 = 2048;
-
-/// The longest MAC salt checked: the writers followed use 8 or 16 bytes.
-pub(super) const MAX_MAC_SALT: usize = 64;
-
 /// Whether `der` is a PFX whose MAC verifies with `password` (SHA-1 or SHA-256 MACs, or PBMAC1:
 /// those this module writes), and if not why: the caller writes the store again. What the check
 /// costs is bounded before it is paid: the size by the caller, the salt and the iteration count
@@ -402,17 +392,17 @@ pub(super) fn check(der: &[u8], password: &str) -> Result<(), Unopened> {
         return super::pbmac1::verify(&mac_data, content.as_bytes(), password);
     }
     let salt = mac_data.mac_salt.as_bytes();
-    if salt.len() > MAX_MAC_SALT {
+    if salt.len() > MAX_PKCS12_MAC_SALT {
         return Err(Unopened::MacSalt {
             len: salt.len(),
-            max: MAX_MAC_SALT,
+            max: MAX_PKCS12_MAC_SALT,
         });
     }
     let rounds = mac_data.iterations;
-    if rounds > MAX_MAC_ITERATIONS {
+    if rounds > MAX_PKCS12_MAC_ITERATIONS {
         return Err(Unopened::MacIterations {
             count: rounds,
-            max: MAX_MAC_ITERATIONS,
+            max: MAX_PKCS12_MAC_ITERATIONS,
         });
     }
     if rounds < 1 {

@@ -133,7 +133,7 @@ fn leader_follows_the_role() {
         (Role::Lost, 0),
     ];
     for (role, want) in cases {
-        metrics.set_role(role);
+        metrics.set_leading(role.reconciles());
         let line = format!("cfssl_issuer_leader {want}");
         assert!(metrics.encode().lines().any(|l| l == line), "{role:?}");
     }
