@@ -222,6 +222,29 @@ pub fn chain_input(
     }
 }
 
+/// Whether issuing is between its two writes: the Secret already holds the certificate of the
+/// request for a revision after the one the Certificate's status shows. Issuing's status write
+/// always follows, and its event brings the Certificate back; deciding before it would take the
+/// previous revision's request (or none) for the issuance, so the renewal guard would miss a
+/// renewal due at issuance and write a time the trigger re-issues at.
+pub fn issuing_in_flight(
+    crt: &Certificate,
+    secret: Option<&Secret>,
+    requests: &[Arc<CertificateRequest>],
+) -> bool {
+    let Some(in_secret) = secret
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
+    else {
+        return false;
+    };
+    let current = current_revision(crt);
+    requests.iter().any(|cr| {
+        let issued = cr.status.as_ref().and_then(|s| s.certificate.as_ref());
+        revision_of(cr).is_some_and(|r| r > current) && issued.is_some_and(|c| c.0 == in_secret.0)
+    })
+}
+
 /// The request of the current revision: the one whose certificate the Secret holds when more
 /// than one was made for it (a replaced request the cache still shows must not read as the
 /// current one, or the trigger would see its key differ from the Secret's and issue again).
@@ -250,4 +273,99 @@ pub fn current_request(
 /// `Kind namespace/name` of a Certificate, for logs and errors.
 pub fn describe(crt: &Certificate) -> String {
     crate::controllers::kit::plan::describe(crt)
+}
+
+#[cfg(test)]
+mod in_flight_tests {
+    use k8s_openapi::ByteString;
+    use serde_json::json;
+
+    use super::*;
+
+    fn crt(revision: Option<i64>) -> Certificate {
+        serde_json::from_value(json!({
+            "metadata": { "name": "web", "namespace": "apps" },
+            "spec": { "secretName": "web-tls", "issuerRef": { "name": "ca" } },
+            "status": { "revision": revision },
+        }))
+        .unwrap()
+    }
+
+    fn request(revision: i64, certificate: Option<&str>) -> Arc<CertificateRequest> {
+        let mut cr: CertificateRequest = serde_json::from_value(json!({
+            "metadata": { "name": format!("web-{revision}"), "namespace": "apps",
+                "annotations": { annotation::CERTIFICATE_REVISION: revision.to_string() } },
+            "spec": { "request": "", "issuerRef": { "name": "ca" } },
+        }))
+        .unwrap();
+        if let Some(pem) = certificate {
+            cr.status = serde_json::from_value(json!({ "certificate": ByteString(pem.into()) })).unwrap();
+        }
+        Arc::new(cr)
+    }
+
+    fn secret(tls_crt: &str) -> Secret {
+        Secret {
+            data: Some(
+                [(
+                    crate::certificates::keys::data::TLS_CRT.to_string(),
+                    ByteString(tls_crt.into()),
+                )]
+                .into(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn only_a_later_revisions_certificate_in_the_secret_is_in_flight() {
+        let rows = [
+            (
+                "first issuance, status not written yet",
+                None,
+                (1, Some("new")),
+                Some("new"),
+                true,
+            ),
+            (
+                "renewal, status not written yet",
+                Some(1),
+                (2, Some("new")),
+                Some("new"),
+                true,
+            ),
+            ("status written", Some(2), (2, Some("new")), Some("new"), false),
+            (
+                "an older revision's certificate",
+                Some(2),
+                (1, Some("old")),
+                Some("old"),
+                false,
+            ),
+            (
+                "the next request not signed yet",
+                Some(1),
+                (2, None),
+                Some("old"),
+                false,
+            ),
+            (
+                "another certificate in the Secret",
+                Some(1),
+                (2, Some("new")),
+                Some("other"),
+                false,
+            ),
+            ("no Secret", None, (1, Some("new")), None, false),
+        ];
+        for (row, revision, (cr_revision, issued), in_secret, want) in rows {
+            let requests = [request(cr_revision, issued)];
+            let secret = in_secret.map(secret);
+            assert_eq!(
+                issuing_in_flight(&crt(revision), secret.as_ref(), &requests),
+                want,
+                "{row}"
+            );
+        }
+    }
 }

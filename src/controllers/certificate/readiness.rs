@@ -139,6 +139,9 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let secret = observe::target_secret(&ctx, &crt).await?;
+    if observe::issuing_in_flight(&crt, secret.as_ref(), &requests) {
+        return Ok(Action::await_change());
+    }
     let mut input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
     input.renewal_jitter = ctx.settings.renewal_jitter;
     let plan = decide(&input);
