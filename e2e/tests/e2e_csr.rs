@@ -297,7 +297,16 @@ async fn ca_down_past_the_retry_window_fails_the_csr() -> anyhow::Result<()> {
         }
         other => panic!("signed while the CA was down: {other:?}"),
     }
-    let reasons = event_reasons(env.client(), &request.name).await?;
+    // The PermanentError Event is posted beside the Failed condition, not before it: wait for it.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let reasons = loop {
+        let reasons = event_reasons(env.client(), &request.name).await?;
+        let permanent = reasons.last().map(String::as_str) == Some("PermanentError");
+        if permanent || tokio::time::Instant::now() > deadline {
+            break reasons;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert!(
         reasons.iter().filter(|r| *r == "RetryableError").count() >= 2,
         "{reasons:?}"
