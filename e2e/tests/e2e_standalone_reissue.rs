@@ -247,12 +247,7 @@ async fn keystores_open_with_openssl_and_keytool() -> anyhow::Result<()> {
     let env = Env::start(&[]).await?;
     env.issuer("team-ca").await?;
     let password = "s3cret-store";
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "store-pass", "namespace": env.ns },
-        "stringData": { "password": password },
-    }))?;
-    env.secrets().create(&Default::default(), &secret).await?;
-    let from = json!({ "name": "store-pass", "key": "password" });
+    let from = env.keystore_password(password).await?;
     let spec = json!({ "keystores": {
         "pkcs12": { "create": true, "passwordSecretRef": from },
         "jks": { "create": true, "passwordSecretRef": from },

@@ -33,12 +33,7 @@ async fn a_modern2026_keystore_is_written_and_kept() -> anyhow::Result<()> {
     let env = Env::start(&[]).await?;
     env.issuer("team-ca").await?;
     let password = "s3cret-store";
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": { "name": "store-pass", "namespace": env.ns },
-        "stringData": { "password": password },
-    }))?;
-    env.secrets().create(&Default::default(), &secret).await?;
-    let from = json!({ "name": "store-pass", "key": "password" });
+    let from = env.keystore_password(password).await?;
     let spec = json!({ "commonName": "m26", "keystores": {
         "pkcs12": { "create": true, "passwordSecretRef": from, "profile": "Modern2026" },
     } });

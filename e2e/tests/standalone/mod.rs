@@ -147,6 +147,17 @@ impl Env {
         Ok(self.secrets().get(name).await?)
     }
 
+    /// A Secret `store-pass` holding `password` under `password`; the `passwordSecretRef` a
+    /// Certificate's keystores name it by.
+    pub async fn keystore_password(&self, password: &str) -> anyhow::Result<serde_json::Value> {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "store-pass", "namespace": self.ns },
+            "stringData": { "password": password },
+        }))?;
+        self.secrets().create(&Default::default(), &secret).await?;
+        Ok(serde_json::json!({ "name": "store-pass", "key": "password" }))
+    }
+
     /// The Secret's chain verifies to the root, its key matches, the names are `dns`.
     pub fn verify_secret(&self, secret: &Secret, dns: &[&str]) -> anyhow::Result<()> {
         let data = secret.data.clone().unwrap_or_default();

@@ -232,17 +232,29 @@ pub fn issuing_in_flight(
     secret: Option<&Secret>,
     requests: &[Arc<CertificateRequest>],
 ) -> bool {
-    let Some(in_secret) = secret
-        .and_then(|s| s.data.as_ref())
-        .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
-    else {
+    let Some(in_secret) = certificate_in(secret) else {
         return false;
     };
     let current = current_revision(crt);
-    requests.iter().any(|cr| {
-        let issued = cr.status.as_ref().and_then(|s| s.certificate.as_ref());
-        revision_of(cr).is_some_and(|r| r > current) && issued.is_some_and(|c| c.0 == in_secret.0)
-    })
+    requests
+        .iter()
+        .any(|cr| revision_of(cr).is_some_and(|r| r > current) && issued_by(cr) == Some(in_secret))
+}
+
+/// The `tls.crt` a Secret holds.
+fn certificate_in(secret: Option<&Secret>) -> Option<&[u8]> {
+    secret
+        .and_then(|s| s.data.as_ref())
+        .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
+        .map(|b| b.0.as_slice())
+}
+
+/// The certificate a request was issued.
+fn issued_by(cr: &CertificateRequest) -> Option<&[u8]> {
+    cr.status
+        .as_ref()
+        .and_then(|s| s.certificate.as_ref())
+        .map(|b| b.0.as_slice())
 }
 
 /// The request of the current revision: the one whose certificate the Secret holds when more
@@ -253,20 +265,10 @@ pub fn current_request(
     revision: i64,
     secret: Option<&Secret>,
 ) -> Option<CertificateRequest> {
-    let in_secret = secret
-        .and_then(|s| s.data.as_ref())
-        .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
-        .map(|b| b.0.as_slice());
+    let in_secret = certificate_in(secret);
     let mut candidates = requests.iter().filter(|cr| revision_of(cr) == Some(revision));
     let first = candidates.clone().next();
-    let holding = candidates.find(|cr| {
-        let issued = cr
-            .status
-            .as_ref()
-            .and_then(|s| s.certificate.as_ref())
-            .map(|b| b.0.as_slice());
-        issued.is_some() && issued == in_secret
-    });
+    let holding = candidates.find(|cr| issued_by(cr).is_some_and(|issued| Some(issued) == in_secret));
     holding.or(first).map(|cr| (**cr).clone())
 }
 

@@ -58,3 +58,17 @@ pub fn deleted<W>(plan: &FullPlan<W>) -> Vec<&str> {
         })
         .collect()
 }
+
+/// Renewal windows that open only at 10:00 on June 1st, for two hours: the tables' case of a
+/// renewal time the windows cannot place (`WindowError`).
+pub fn unplaceable_renewal() -> crate::api::certmanager::Renewal {
+    crate::api::certmanager::Renewal {
+        windows: vec![crate::api::certmanager::RenewalWindow {
+            cron: "0 10 1 6 *".to_string(),
+            window_duration: "2h".to_string(),
+            ..Default::default()
+        }],
+        policy: "RenewBefore".to_string(),
+        ..Default::default()
+    }
+}

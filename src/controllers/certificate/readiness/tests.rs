@@ -207,15 +207,7 @@ fn the_jitter_moves_the_written_renewal_time() {
 }
 
 fn unplaceable_window(i: &mut Input) {
-    i.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
-        windows: vec![crate::api::certmanager::RenewalWindow {
-            cron: "0 10 1 6 *".to_string(),
-            window_duration: "2h".to_string(),
-            ..Default::default()
-        }],
-        policy: "RenewBefore".to_string(),
-        ..Default::default()
-    });
+    i.certificate.spec.renewal = Some(crate::controllers::certificate::testing::unplaceable_renewal());
 }
 
 /// As cert-manager's readiness: a renewal time the windows cannot place sets

@@ -330,15 +330,7 @@ fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
 }
 
 fn unplaceable_window(f: &mut Facts) {
-    f.input.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
-        windows: vec![crate::api::certmanager::RenewalWindow {
-            cron: "0 10 1 6 *".to_string(),
-            window_duration: "2h".to_string(),
-            ..Default::default()
-        }],
-        policy: "RenewBefore".to_string(),
-        ..Default::default()
-    });
+    f.input.certificate.spec.renewal = Some(crate::controllers::certificate::testing::unplaceable_renewal());
     f.input.now = at("2026-03-02T00:00:00Z");
 }
 
