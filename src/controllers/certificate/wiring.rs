@@ -24,7 +24,7 @@ use crate::certificates::keys::label;
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::scope::Scope;
-use crate::controllers::kit::secrets::{SecretIndex, SecretMeta};
+use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
 use crate::controllers::kit::size::watch_config;
 use crate::controllers::kit::status::FieldManager;
@@ -148,7 +148,6 @@ fn certificate_controller(
         watches.indexes.certificates.clone(),
         watches.indexes.certificates.clone(),
     );
-    let (cached, versions) = (watches.secrets.store.clone(), ctx.secret_names.clone());
     let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
         .with_config(wiring.config.clone())
         .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
@@ -158,9 +157,6 @@ fn certificate_controller(
             certificates_for_secret(&for_secrets, &index, &s.metadata)
         })
         .watches_shared_stream(meta, move |s: Arc<SecretMeta>| {
-            if already_woken(&cached, &versions, &s.metadata) {
-                return Vec::new();
-            }
             certificates_for_secret(&for_meta, &meta_index, &s.metadata)
         })
         .graceful_shutdown_on(wiring.shutdown.clone())
@@ -193,28 +189,6 @@ fn owner_of(
         .get(&reference)
         .filter(|c| c.uid().as_deref() == Some(owner.uid.as_str()))
         .map(|_| reference)
-}
-
-/// Whether a metadata event of a Secret only repeats the wake the labelled-Secret feed gave:
-/// that store holds the Secret at the event's resourceVersion, and the metadata watch still
-/// sees it there (a delete leaves the index first, so it always wakes). A shared reflector
-/// applies an event to its store before passing it on, so that feed's wake has been or is
-/// being sent; waking again would reconcile the same Certificate twice for one change.
-fn already_woken(
-    secrets: &Store<Secret>,
-    versions: &SecretIndex,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> bool {
-    let (Some(namespace), Some(name), Some(version)) = (
-        meta.namespace.as_deref(),
-        meta.name.as_deref(),
-        meta.resource_version.as_deref(),
-    ) else {
-        return false;
-    };
-    let cached = secrets.get(&ObjectRef::new(name).within(namespace));
-    cached.is_some_and(|s| s.metadata.resource_version.as_deref() == Some(version))
-        && versions.version(namespace, name).as_deref() == Some(version)
 }
 
 /// The Certificates a Secret matters to: its controlling Certificate (a next-key Secret),
