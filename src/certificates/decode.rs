@@ -7,6 +7,7 @@ use x509_parser::prelude::FromDer;
 use x509_parser::x509::SubjectPublicKeyInfo;
 
 use crate::pki::keys::{Key, KeyError, KeySpec};
+use crate::pki::memo::Memo;
 
 /// The largest private key PEM cert-manager reads.
 pub const MAX_PRIVATE_KEY_PEM: usize = 13_000;
@@ -91,40 +92,14 @@ pub fn certificates(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
 /// decoding and checking every certificate of its chain cost most of a Ready Certificate's
 /// reconcile.
 pub fn leaf_certificate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    static MEMO: Memo<Vec<u8>> = Memo::new();
+    static MEMO: Memo<Vec<u8>> = Memo::new(MEMO_MAX);
     MEMO.get_or(bytes, |bytes| {
         certificates(bytes).map(|mut ders| ders.swap_remove(0))
     })
 }
 
-/// Values derived from bytes, remembered by the bytes' SHA-256 (never the bytes), at most
-/// [`MEMO_MAX`] of them: past it, the memo starts over. Errors are not remembered.
-struct Memo<V>(std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<[u8; 32], V>>>);
-
-/// Entries beyond which a [`Memo`] starts over.
+/// Entries beyond which a memo of this module starts over.
 const MEMO_MAX: usize = 16_384;
-
-impl<V: Clone> Memo<V> {
-    const fn new() -> Self {
-        Memo(std::sync::LazyLock::new(Default::default))
-    }
-
-    fn get_or<E>(&self, bytes: &[u8], derive: impl FnOnce(&[u8]) -> Result<V, E>) -> Result<V, E> {
-        use sha2::{Digest, Sha256};
-        let digest: [u8; 32] = Sha256::digest(bytes).into();
-        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(value) = lock().get(&digest) {
-            return Ok(value.clone());
-        }
-        let value = derive(bytes)?;
-        let mut memo = lock();
-        if memo.len() >= MEMO_MAX {
-            memo.clear();
-        }
-        memo.insert(digest, value.clone());
-        Ok(value)
-    }
-}
 
 /// The DER of the CSR in a CertificateRequest's `spec.request`.
 pub fn csr(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
@@ -146,7 +121,16 @@ pub struct KeyFacts {
 }
 
 impl KeyFacts {
+    /// The facts of `key`, remembered by the SHA-256 of its PKCS#8 DER: deriving the public
+    /// half parses and checks the key again, on every comparison with a CSR or certificate.
     pub fn of(key: &Key) -> KeyFacts {
+        static MEMO: Memo<KeyFacts> = Memo::new(MEMO_MAX);
+        let facts: Result<KeyFacts, std::convert::Infallible> =
+            MEMO.get_or(key.pkcs8_der(), |_| Ok(KeyFacts::derive(key)));
+        facts.unwrap_or_else(|never| match never {})
+    }
+
+    fn derive(key: &Key) -> KeyFacts {
         let public = rcgen::KeyPair::try_from(key.pkcs8_der())
             .map(|pair| pair.public_key_raw().to_vec())
             .map_err(|e| e.to_string());
@@ -162,7 +146,7 @@ impl KeyFacts {
 /// policy check of a Ready Certificate (an RSA key's check most of all), and each look at an
 /// unchanged Secret would pay it again.
 pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
-    static MEMO: Memo<KeyFacts> = Memo::new();
+    static MEMO: Memo<KeyFacts> = Memo::new(MEMO_MAX);
     MEMO.get_or(bytes, |bytes| private_key(bytes).map(|key| KeyFacts::of(&key)))
 }
 

@@ -21,6 +21,7 @@ use aws_lc_rs::signature::{
 };
 
 use crate::api::certmanager::PrivateKey;
+use crate::pki::memo::Memo;
 
 /// A key algorithm and its size in bits (curve size for ECDSA; 0 for Ed25519).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,6 +107,10 @@ impl Encoding {
     }
 }
 
+/// Private keys a memo of this module holds at most: the working set of the issuances in
+/// flight, not every Secret's key (those stay in the Secret cache alone).
+const KEY_MEMO_MAX: usize = 1024;
+
 /// A private key: what it is and its PKCS#8 DER.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key {
@@ -169,21 +174,23 @@ impl Key {
                 inner_private_key(&self.pkcs8).ok_or(KeyError::Unreadable("RSA"))?,
             ),
             (Encoding::Pkcs1, KeySpec::Ecdsa(bits)) => {
-                let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
-                let key = EcdsaKeyPair::from_pkcs8(curve, &self.pkcs8)
-                    .map_err(|_| KeyError::Unreadable("ECDSA"))?;
-                let sec1: EcPrivateKeyRfc5915Der<'_> = key
-                    .private_key()
-                    .as_der()
-                    .map_err(|_| KeyError::Unreadable("ECDSA"))?;
-                ("EC PRIVATE KEY", sec1.as_ref().to_vec())
+                static MEMO: Memo<Vec<u8>> = Memo::new(KEY_MEMO_MAX);
+                let sec1 = MEMO.get_or(&self.pkcs8, |pkcs8| sec1_of(bits, pkcs8))?;
+                ("EC PRIVATE KEY", sec1)
             }
         };
         Ok(super::pem_lf(&pem::Pem::new(tag, der)))
     }
 
-    /// The key in `pem`: PKCS#1, SEC1 or PKCS#8, whichever the Secret holds.
+    /// The key in `pem`: PKCS#1, SEC1 or PKCS#8, whichever the Secret holds. Remembered by
+    /// the PEM's SHA-256 ([`KEY_MEMO_MAX`] keys): parsing checks the key (a scalar
+    /// multiplication for ECDSA), and each controller reads the same key Secret on every wake.
     pub fn from_pem(text: &[u8]) -> Result<Self, KeyError> {
+        static MEMO: Memo<Key> = Memo::new(KEY_MEMO_MAX);
+        MEMO.get_or(text, Key::parse_pem)
+    }
+
+    fn parse_pem(text: &[u8]) -> Result<Self, KeyError> {
         let block = pem::parse(text).map_err(|_| KeyError::NotPem)?;
         match block.tag() {
             "RSA PRIVATE KEY" => {
@@ -431,6 +438,17 @@ fn generate_rsa(bits: u32) -> Result<rsa::KeyPair, KeyError> {
         return Err(KeyError::CannotGenerate(bits));
     }
     Ok(key)
+}
+
+/// The SEC1 DER of the ECDSA key in `pkcs8`.
+fn sec1_of(bits: u32, pkcs8: &[u8]) -> Result<Vec<u8>, KeyError> {
+    let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
+    let key = EcdsaKeyPair::from_pkcs8(curve, pkcs8).map_err(|_| KeyError::Unreadable("ECDSA"))?;
+    let sec1: EcPrivateKeyRfc5915Der<'_> = key
+        .private_key()
+        .as_der()
+        .map_err(|_| KeyError::Unreadable("ECDSA"))?;
+    Ok(sec1.as_ref().to_vec())
 }
 
 fn pkcs8_of(key: &rsa::KeyPair) -> Result<Vec<u8>, KeyError> {

@@ -6,6 +6,7 @@ mod chain;
 mod csr;
 pub mod keys;
 pub mod keystore;
+pub(crate) mod memo;
 pub mod request;
 mod signature;
 pub mod subject;
