@@ -8,6 +8,9 @@
 //!
 //! Back to cert-manager (`make e2e-real` only: it needs cert-manager's controller): standalone
 //! mode issues, stops, cert-manager's Certificate controllers start, and keep what is there.
+//!
+//! A habit that comes along: `cert-manager.io/issue-temporary-certificate` puts a temporary
+//! certificate for the key into the Secret while the first issuance waits on the CA.
 
 mod standalone;
 
@@ -24,7 +27,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
-use standalone::{Env, data, serial_of};
+use standalone::{Env, data, public_key_of, public_key_of_leaf, serial_of};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -248,6 +251,84 @@ async fn cert_manager_takes_back_what_standalone_mode_issued_without_reissuing()
         cert_manager.log()
     );
     Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_certificate_holds_the_place_while_the_ca_is_down() -> anyhow::Result<()> {
+    let env = Env::start(&[]).await?;
+    if env.cluster.is_external() {
+        eprintln!("skipped against a real cluster: takes the CA down");
+        return Ok(());
+    }
+    env.issuer("ca").await?;
+    objects::wait_issuer_reason(
+        env.client(),
+        objects::Kind::Issuer,
+        &env.ns,
+        "ca",
+        "Checked",
+        WAIT,
+    )
+    .await?;
+    assert!(env.ca.set_available(false));
+    let crt: cfssl_issuer::api::certmanager::Certificate = serde_json::from_value(json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+        "metadata": { "name": "early", "namespace": env.ns,
+                      "annotations": { "cert-manager.io/issue-temporary-certificate": "true" } },
+        "spec": { "secretName": "early-tls", "dnsNames": ["early.example.com"],
+                  "issuerRef": { "name": "ca", "kind": "Issuer", "group": standalone::GROUP } },
+    }))?;
+    env.certificates().create(&PostParams::default(), &crt).await?;
+    let temporary = e2e::harness::eventually(WAIT, "a temporary certificate", || async {
+        let secret = env.secrets().get_opt("early-tls").await.ok()??;
+        (issuer_of(&data(&secret, "tls.crt")).ok()? == "CN=cert-manager.local").then_some(secret)
+    })
+    .await;
+    let temporary = env.with_manager_log(temporary)?;
+    let key = data(&temporary, "tls.key");
+    assert_eq!(
+        public_key_of_leaf(&data(&temporary, "tls.crt"))?,
+        public_key_of(&key)?
+    );
+    assert_eq!(
+        data(&temporary, "ca.crt"),
+        Vec::<u8>::new(),
+        "no CA for a temporary certificate"
+    );
+    let events = env.events_of("early").await?;
+    assert!(
+        events
+            .iter()
+            .any(|(reason, note)| reason == "Issuing" && note == "Issued temporary certificate"),
+        "{events:?}"
+    );
+
+    // Written once: the Secret now holds a certificate for its key.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = env.secret("early-tls").await?;
+    assert_eq!(
+        data(&later, "tls.crt"),
+        data(&temporary, "tls.crt"),
+        "the temporary certificate stays"
+    );
+
+    assert!(env.ca.set_available(true));
+    env.wait_revision("early", 1, WAIT).await?;
+    let issued = env.secret("early-tls").await?;
+    env.verify_secret(&issued, &["early.example.com"])?;
+    assert_eq!(
+        data(&issued, "tls.key"),
+        key,
+        "the key the temporary certificate was for"
+    );
+    Ok(())
+}
+
+/// The leaf's issuer, as x509-parser prints it.
+fn issuer_of(chain_pem: &[u8]) -> anyhow::Result<String> {
+    let der = pem::parse(chain_pem)?.into_contents();
+    let (_, cert) = X509Certificate::from_der(&der)?;
+    Ok(cert.issuer().to_string())
 }
 
 /// A `metav1.Time` as the API server stores it.
