@@ -250,6 +250,69 @@ async fn cert_manager_takes_back_what_standalone_mode_issued_without_reissuing()
         "(requests, revision, serial, Ready) under cert-manager; its log:\n{}",
         cert_manager.log()
     );
+
+    // The README's step 4: release this manager's field manager, and a label dropped from the
+    // template leaves the Secret under cert-manager too.
+    release_with_kubectl(&env, "web-tls").await?;
+    let spec = json!({ "spec": { "secretTemplate": { "labels": { "team": null } } } });
+    env.certificates()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&spec))
+        .await?;
+    let dropped = e2e::harness::eventually(WAIT, "the Secret without label team", || async {
+        let labels = env
+            .secret("web-tls")
+            .await
+            .ok()?
+            .metadata
+            .labels
+            .unwrap_or_default();
+        (!labels.contains_key("team")).then_some(())
+    })
+    .await;
+    dropped.map_err(|err| err.context(cert_manager.log()))?;
+    assert_eq!(
+        snapshot(&env, "web", "web-tls").await?,
+        before,
+        "a label edit re-issues nothing"
+    );
+    Ok(())
+}
+
+/// `printf ... | kubectl apply --server-side` releasing `cfssl-issuer-issuing` from Secret
+/// `name`, as the README says.
+async fn release_with_kubectl(env: &Env, name: &str) -> anyhow::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let manifest = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {}}}\n",
+        env.ns
+    );
+    let mut child = tokio::process::Command::new(e2e::harness::kubectl_bin())
+        .arg("--kubeconfig")
+        .arg(&env.cluster.kubeconfig)
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=cfssl-issuer-issuing",
+            "-f",
+            "-",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(manifest.as_bytes())
+        .await?;
+    let out = child.wait_with_output().await?;
+    anyhow::ensure!(
+        out.status.success(),
+        "kubectl apply: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
 }
 
