@@ -45,11 +45,20 @@ fn applied_by(manager: &str) -> PatchParams {
     PatchParams::apply(manager).force()
 }
 
+/// How cert-manager writes a Certificate's status: by server-side apply (its
+/// `ServerSideApply` feature gate) or by update (its default; a merge patch under the same
+/// field manager gives the same ownership, an `Update` entry).
+#[derive(Clone, Copy)]
+enum StatusWrites {
+    Apply,
+    Update,
+}
+
 /// What cert-manager's request manager, its approver, this issuer and cert-manager's issuing
 /// and readiness controllers leave behind for revision 1 of Certificate `name`, the manager
 /// running as cert-manager's external issuer only. The status records a failed attempt
 /// before (`lastFailureTime`, `failedIssuanceAttempts`), as after a renewal that failed once.
-async fn issue_as_cert_manager(env: &Env, name: &str) -> anyhow::Result<()> {
+async fn issue_as_cert_manager(env: &Env, name: &str, writes: StatusWrites) -> anyhow::Result<()> {
     let crt = env.certificates().get(name).await?;
     let key = Key::generate(KeySpec::Rsa(2048))?;
     let key_secret = format!("{name}-x7k2p");
@@ -120,9 +129,17 @@ async fn issue_as_cert_manager(env: &Env, name: &str) -> anyhow::Result<()> {
     for (manager, status) in [(CM_ISSUING, issuing), (CM_READINESS, readiness)] {
         let body = json!({ "apiVersion": "cert-manager.io/v1", "kind": "Certificate",
                            "metadata": { "name": name, "namespace": env.ns }, "status": status });
-        env.certificates()
-            .patch_status(name, &applied_by(manager), &Patch::Apply(&body))
-            .await?;
+        let (params, patch) = match writes {
+            StatusWrites::Apply => (applied_by(manager), Patch::Apply(&body)),
+            StatusWrites::Update => (
+                PatchParams {
+                    field_manager: Some(manager.into()),
+                    ..PatchParams::default()
+                },
+                Patch::Merge(&body),
+            ),
+        };
+        env.certificates().patch_status(name, &params, &patch).await?;
     }
     Ok(())
 }
@@ -172,8 +189,11 @@ async fn standalone_mode_adopts_what_cert_manager_issued_without_reissuing() -> 
     env.issuer("ca").await?;
     let template = json!({ "secretTemplate": { "labels": { "team": "a", "tier": "web" } } });
     env.certificate("web", "web-tls", "ca", template).await?;
-    issue_as_cert_manager(&env, "web").await?;
+    issue_as_cert_manager(&env, "web", StatusWrites::Apply).await?;
+    env.certificate("old", "old-tls", "ca", json!({})).await?;
+    issue_as_cert_manager(&env, "old", StatusWrites::Update).await?;
     let before = snapshot(&env, "web", "web-tls").await?;
+    let old_before = snapshot(&env, "old", "old-tls").await?;
     assert_eq!(
         (before.0, before.1, before.3),
         (1, Some(1), true),
@@ -188,6 +208,11 @@ async fn standalone_mode_adopts_what_cert_manager_issued_without_reissuing() -> 
     assert_eq!(
         after, before,
         "(requests, revision, serial, Ready) after adoption"
+    );
+    let old_after = snapshot(&env, "old", "old-tls").await?;
+    assert_eq!(
+        old_after, old_before,
+        "the same, from cert-manager's default mode"
     );
 
     // A label dropped from the template leaves the Secret, though cert-manager applied it.
@@ -211,15 +236,18 @@ async fn standalone_mode_adopts_what_cert_manager_issued_without_reissuing() -> 
         "a label edit re-issues nothing"
     );
 
-    // The failure cert-manager recorded clears on this manager's next success.
-    env.trigger_manually("web").await?;
-    let renewed = env.wait_revision("web", 2, WAIT).await?;
-    let status = renewed.status.expect("status");
-    assert_eq!(
-        (status.last_failure_time, status.failed_issuance_attempts),
-        (None, None),
-        "cert-manager's failure record after a success"
-    );
+    // The failure cert-manager recorded clears on this manager's next success, whichever way
+    // cert-manager wrote it.
+    for name in ["web", "old"] {
+        env.trigger_manually(name).await?;
+        let renewed = env.wait_revision(name, 2, WAIT).await?;
+        let status = renewed.status.expect("status");
+        assert_eq!(
+            (status.last_failure_time, status.failed_issuance_attempts),
+            (None, None),
+            "{name}: cert-manager's failure record after a success"
+        );
+    }
     Ok(())
 }
 
