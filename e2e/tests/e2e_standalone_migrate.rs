@@ -214,6 +214,17 @@ async fn standalone_mode_adopts_what_cert_manager_issued_without_reissuing() -> 
         old_after, old_before,
         "the same, from cert-manager's default mode"
     );
+    // The README's check: the Secret is this manager's alone.
+    let managers: Vec<String> = env
+        .secret("web-tls")
+        .await?
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| e.manager)
+        .collect();
+    assert_eq!(managers, ["cfssl-issuer-issuing"], "the Secret's field managers");
 
     // A label dropped from the template leaves the Secret, though cert-manager applied it.
     let spec = json!({ "spec": { "secretTemplate": { "labels": { "tier": null } } } });
