@@ -21,6 +21,7 @@ SUITES=(
   e2e_standalone_reissue
   e2e_standalone_renewal
   e2e_standalone_lease
+  e2e_standalone_migrate
   e2e_standalone_restart
   e2e_unasked
   e2e_namespace_scope

@@ -12,4 +12,5 @@ pub mod policy;
 pub mod renewal;
 pub mod rotation;
 pub mod secret;
+pub mod temporary;
 pub mod validation;

@@ -32,6 +32,10 @@ pub use keystores::{
 pub use managed_fields::{FieldSet, ManagedFieldsError, PathElement};
 pub use repair::{Repair, decide as decide_repair, secret_data_of};
 
+/// The field managers cert-manager applies a Certificate's Secret under (`cert-manager-` and
+/// its issuing controller's name): what a Secret it wrote holds is owned by these.
+pub const CERT_MANAGER_SECRET_MANAGERS: &[&str] = &["cert-manager-certificates-issuing"];
+
 /// The Secret type cert-manager gives a Secret it creates.
 pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
 

@@ -5,10 +5,12 @@
 //! formats, keystores and key encoding as the spec says, without a new certificate.
 //!
 //! The Secret is written before the status, so a crash in between leaves `Issuing=True` and
-//! the same request, and the next reconcile writes the same Secret again.
+//! the same request, and the next reconcile writes the same Secret again. What cert-manager
+//! wrote is taken over around it (`takeover`).
 
 pub mod decide;
 mod observe;
+pub mod takeover;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,13 +48,17 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
                 passwords,
                 now,
             };
-            decide::decide(&facts)
+            let plan = decide::decide(&facts);
+            let takeover = takeover::decide(&crt, facts.secret, facts.field_manager, &plan);
+            (plan, takeover)
         }
     };
     // Checking and encoding keystores, and the keys and chains they hold, cost what the
     // tenant's Secret and Certificate make them: off the runtime thread.
-    let plan = computed(&ctx, &crt, decision).await?;
+    let (plan, takeover) = computed(&ctx, &crt, decision).await?;
+    takeover::before(&ctx, &crt, &takeover).await?;
     let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
+    takeover::after(&ctx, &crt, &takeover).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
     Ok(requeue(&next, || Duration::from_secs(1)))
 }

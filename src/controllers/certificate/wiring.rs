@@ -21,6 +21,7 @@ use super::{
 };
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
+use crate::certificates::secret::CERT_MANAGER_SECRET_MANAGERS;
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::scope::Scope;
@@ -280,10 +281,20 @@ fn cacheable_only(event: watcher::Event<Secret>) -> Option<watcher::Event<Secret
 }
 
 /// Drops the managedFields entries of other managers than the issuing controller's, the only
-/// ones read (`certificates::secret` compares what issuing owns with what the spec asks).
+/// ones read (`certificates::secret` compares what issuing owns with what the spec asks), but
+/// for cert-manager's, kept without their fields: issuing releases them (`issuing::takeover`).
 fn only_issuing_fields(secret: &mut Secret) {
     if let Some(entries) = secret.metadata.managed_fields.as_mut() {
-        entries.retain(|e| e.manager.as_deref() == Some(FieldManager::ISSUING.as_str()));
+        entries.retain_mut(|e| {
+            let ours = e.manager.as_deref() == Some(FieldManager::ISSUING.as_str());
+            if !ours {
+                e.fields_v1 = None;
+            }
+            ours || e
+                .manager
+                .as_deref()
+                .is_some_and(|m| CERT_MANAGER_SECRET_MANAGERS.contains(&m))
+        });
     }
 }
 

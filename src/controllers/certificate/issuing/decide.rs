@@ -19,12 +19,17 @@ use crate::api::certmanager::{
     Certificate, CertificateRequest, DENIED, INVALID_REQUEST, ISSUING, READY, REASON_FAILED, REASON_ISSUED,
 };
 use crate::certificates::decode;
-use crate::certificates::keys::data;
+use crate::certificates::keys::{annotation, data};
 use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
 use crate::certificates::next_key::cannot_make;
+use crate::certificates::policy::chains::TEMPORARY_CERTIFICATE;
+use crate::certificates::policy::checks::Input;
+use crate::certificates::policy::evaluate;
+use crate::certificates::renewal::Jitter;
 use crate::certificates::secret::{
     self, BodyOptions, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, Repair, secret_data_of,
 };
+use crate::certificates::temporary::{TemporaryError, temporary_certificate};
 use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write};
 use crate::pki::keys::{Encoding, Key};
@@ -248,7 +253,68 @@ fn issuing(facts: &Facts<'_>) -> Decision {
     match cr.condition(READY) {
         Some(c) if c.reason == REASON_FAILED => failed(facts, &c.reason, &c.message),
         Some(c) if c.reason == REASON_ISSUED => issued(facts, cr, key, next),
-        _ => Decision::idle(),
+        Some(_) => temporary(facts, key),
+        None => Decision::idle(),
+    }
+}
+
+/// The request is pending. With `cert-manager.io/issue-temporary-certificate: "true"`, a Secret
+/// without a certificate for its own key gets a temporary one for the next key, as cert-manager
+/// writes it: no CA, no issuer annotations; the real one replaces it once signed.
+fn temporary(facts: &Facts<'_>, key: &Key) -> Decision {
+    let crt = facts.certificate;
+    let asked = crt
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(annotation::ISSUE_TEMPORARY_CERTIFICATE))
+        .is_some_and(|v| v == "true");
+    if !asked {
+        return Decision::idle();
+    }
+    let input = Input {
+        certificate: crt.clone(),
+        secret: facts.secret.cloned(),
+        current_request: None,
+        next_request: None,
+        now: facts.now,
+        renewal_jitter: Jitter::OFF,
+    };
+    if evaluate(TEMPORARY_CERTIFICATE, &input).is_none() {
+        return Decision::idle();
+    }
+    let encoding = Encoding::of(crt.spec.private_key.as_ref()).unwrap_or(Encoding::Pkcs1);
+    let made = key
+        .to_pem(encoding)
+        .map_err(TemporaryError::from)
+        .and_then(|pem| Ok((pem, temporary_certificate(&crt.spec, key, facts.now)?)));
+    let (private_key, certificate) = match made {
+        Ok(made) => made,
+        Err(err) => {
+            let note = format!("Failed to issue a temporary certificate: {err}");
+            return Decision {
+                write: None,
+                plan: Plan {
+                    status: None,
+                    event: Some(Notice::warning("TemporaryCertificateFailed", "Issue", &note)),
+                    next: Next::After(PASSWORD_RETRY),
+                },
+            };
+        }
+    };
+    Decision {
+        write: Some(Contents {
+            private_key: private_key.into_bytes(),
+            certificate: certificate.into_bytes(),
+            ca: Vec::new(),
+            certificate_name: kube::ResourceExt::name_any(crt),
+            issuer: Default::default(),
+        }),
+        plan: Plan {
+            status: None,
+            event: Some(Notice::normal("Issuing", "Issue", "Issued temporary certificate")),
+            next: Next::AwaitChange,
+        },
     }
 }
 

@@ -513,3 +513,127 @@ fn stale_keystore_rows() -> Vec<StaleRow> {
         },
     ]
 }
+
+/// Which Secret a temporary-certificate row starts from.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    None,
+    /// `tls.key` only.
+    KeyOnly,
+    /// A certificate and key that belong together.
+    Pair,
+    /// A certificate for another key.
+    Mismatched,
+}
+
+#[test]
+fn a_pending_request_writes_a_temporary_certificate_only_when_asked_and_needed() {
+    let ec = fixtures::ec();
+    let spec = fixtures::spec();
+    let other = key(KeySpec::Ecdsa(256), true);
+    let pair = fixtures::certificate_pem(&spec, ec, (2026, 1, 1), (2026, 4, 1));
+    let mismatched = fixtures::certificate_pem(&spec, other, (2026, 1, 1), (2026, 4, 1));
+    let key_pem = fixtures::key_pem(ec);
+    let secret_of = |held: Held| match held {
+        Held::None => None,
+        Held::KeyOnly => Some(fixtures::secret(&[(data::TLS_KEY, &key_pem)], &[])),
+        Held::Pair => Some(fixtures::secret(
+            &[(data::TLS_KEY, &key_pem), (data::TLS_CRT, &pair)],
+            &[],
+        )),
+        Held::Mismatched => Some(fixtures::secret(
+            &[(data::TLS_KEY, &key_pem), (data::TLS_CRT, &mismatched)],
+            &[],
+        )),
+    };
+    let pending = with(request(1, ec), "Ready", "False", "Pending", "waiting on the CA");
+    let no_ready = request(1, ec);
+    // (name, annotation, Secret held, request, temporary certificate written)
+    let rows: [(&str, Option<&str>, Held, &CertificateRequest, bool); 7] = [
+        ("asked, no Secret", Some("true"), Held::None, &pending, true),
+        (
+            "asked, a key without a certificate",
+            Some("true"),
+            Held::KeyOnly,
+            &pending,
+            true,
+        ),
+        (
+            "asked, a certificate for another key",
+            Some("true"),
+            Held::Mismatched,
+            &pending,
+            true,
+        ),
+        (
+            "asked, a pair already there",
+            Some("true"),
+            Held::Pair,
+            &pending,
+            false,
+        ),
+        ("not asked", None, Held::None, &pending, false),
+        (
+            "asked with another value",
+            Some("yes"),
+            Held::None,
+            &pending,
+            false,
+        ),
+        (
+            "asked, the request has no Ready condition yet",
+            Some("true"),
+            Held::None,
+            &no_ready,
+            false,
+        ),
+    ];
+    for (name, annotation_value, held, cr, want) in rows {
+        let mut crt = issuing(None, None);
+        if let Some(value) = annotation_value {
+            crt.metadata.annotations = Some(BTreeMap::from([(
+                annotation::ISSUE_TEMPORARY_CERTIFICATE.to_string(),
+                value.to_string(),
+            )]));
+        }
+        let secret = secret_of(held);
+        let mut facts = facts(&crt, Some(ec), vec![cr]);
+        facts.secret = secret.as_ref();
+        let Decision { write, plan } = contents(&facts);
+        assert_eq!((&plan.status, &plan.next), (&None, &Next::AwaitChange), "{name}");
+        let Some(write) = write else {
+            assert_eq!((want, event(&plan)), (false, None), "{name}");
+            continue;
+        };
+        assert!(want, "{name}: written");
+        let der = crate::certificates::decode::leaf_certificate(&write.certificate).expect("leaf");
+        let (_, leaf) =
+            <x509_parser::prelude::X509Certificate as x509_parser::prelude::FromDer<_>>::from_der(&der)
+                .expect("x509");
+        assert_eq!(
+            (
+                crate::certificates::decode::public_keys_equal(leaf.public_key(), ec),
+                leaf.issuer().to_string(),
+                write.private_key == ec.to_pem(Encoding::Pkcs1).expect("pem").into_bytes(),
+                (
+                    write.ca.is_empty(),
+                    write.certificate_name.as_str(),
+                    write.issuer.clone()
+                ),
+            ),
+            (
+                Ok(true),
+                "CN=cert-manager.local".to_string(),
+                true,
+                (true, "web", Default::default())
+            ),
+            "{name}"
+        );
+        let note = "Issued temporary certificate".to_string();
+        assert_eq!(
+            event(&plan),
+            Some(("Normal".into(), "Issuing".into(), note)),
+            "{name}"
+        );
+    }
+}
