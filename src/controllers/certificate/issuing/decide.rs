@@ -36,8 +36,8 @@ use crate::pki::keys::{Encoding, Key};
 use crate::pki::keystore::Unopened;
 
 /// How long to wait when the Secret cannot be made yet (a keystore password Secret that does
-/// not exist yet, a keystore that does not encode).
-pub const PASSWORD_RETRY: Duration = Duration::from_secs(30);
+/// not exist yet, a keystore that does not encode, a temporary certificate that cannot be made).
+pub const BLOCKED_RETRY: Duration = Duration::from_secs(30);
 
 /// What the Secret holds after a write (owned: it outlives the observed objects).
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -165,7 +165,7 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
         Encoded::Blocked(notice) => Plan {
             status: None,
             event: Some(notice),
-            next: Next::After(PASSWORD_RETRY),
+            next: Next::After(BLOCKED_RETRY),
         }
         .into(),
     }
@@ -297,7 +297,7 @@ fn temporary(facts: &Facts<'_>, key: &Key) -> Decision {
                 plan: Plan {
                     status: None,
                     event: Some(Notice::warning("TemporaryCertificateFailed", "Issue", &note)),
-                    next: Next::After(PASSWORD_RETRY),
+                    next: Next::After(BLOCKED_RETRY),
                 },
             };
         }

@@ -444,7 +444,7 @@ fn a_secret_that_cannot_be_made_yet_writes_nothing_and_says_why() {
         let plan = decide(&facts);
         assert_eq!(plan.writes().count(), 0, "{reason}");
         assert_eq!(plan.plan.status, None, "{reason}");
-        assert_eq!(plan.plan.next, Next::After(PASSWORD_RETRY), "{reason}");
+        assert_eq!(plan.plan.next, Next::After(BLOCKED_RETRY), "{reason}");
         assert_eq!(
             event(&plan.plan),
             Some(("Warning".into(), reason.into(), err.to_string())),
