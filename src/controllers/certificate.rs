@@ -28,7 +28,6 @@ mod properties;
 mod testing;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
 
@@ -37,7 +36,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
-use super::kit::plan::{self, FullPlan, Next, Target, Write};
+use super::kit::plan::{self, FullPlan, Next, Requeue, Target, Write};
 use super::kit::secrets::SecretIndex;
 use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
@@ -188,8 +187,8 @@ impl CertificateContext {
     }
 
     /// The requeue after a failed reconcile of `key`, growing per failure.
-    pub fn retry(&self, key: String) -> Action {
-        Action::requeue(self.backoff.next(key))
+    pub fn retry(&self, key: String) -> Requeue {
+        Requeue::after(self.backoff.next(key))
     }
 
     /// Whether the controller writing as `manager` acts on `crt` now: ours, not being deleted,
@@ -275,7 +274,7 @@ pub fn log_and_retry(
     crt: &Certificate,
     err: &Error,
     ctx: &CertificateContext,
-) -> Action {
+) -> Requeue {
     tracing::warn!(controller, certificate = %observe::describe(crt), error = %err, "reconcile failed");
     ctx.retry(retry_key(controller, crt))
 }

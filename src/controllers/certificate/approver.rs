@@ -161,7 +161,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
     };
     let (_, next) = plan::execute(target, plan).await?;
     if next == Next::Backoff {
-        return Ok(ctx.retry(key));
+        return Ok(ctx.retry(key).into());
     }
     ctx.settled(&key);
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
@@ -170,6 +170,7 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
 pub fn error_policy(cr: Arc<CertificateRequest>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
     tracing::warn!(request = %crate::controllers::kit::plan::describe(&*cr), error = %err, "approval failed");
     ctx.retry(format!("approver/{}", cr.uid().unwrap_or_default()))
+        .into()
 }
 
 #[cfg(test)]

@@ -15,19 +15,17 @@ pub mod takeover;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::runtime::controller::Action;
-
 use self::decide::Facts;
 use super::{CertificateContext, Error, computed, execute, log_and_retry, observe as seen};
 use crate::api::certmanager::Certificate;
-use crate::controllers::kit::plan::requeue;
+use crate::controllers::kit::plan::{Requeue, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "issuing";
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::ISSUING, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let (_, key) = seen::next_key(&ctx, &crt);
     let requests = seen::owned_requests(&ctx, &crt);
@@ -60,10 +58,10 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
     takeover::after(&ctx, &crt, &takeover).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || Duration::from_secs(1)))
+    Ok(requeue_at(&next, || Duration::from_secs(1)))
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

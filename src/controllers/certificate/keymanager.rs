@@ -14,7 +14,6 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::status::document;
@@ -27,7 +26,7 @@ pub use crate::certificates::next_key::next_key_name;
 use crate::certificates::rotation::RotationPolicy;
 use crate::certificates::secret::{certificate_owner_reference, data_of};
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
+use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Requeue, Write, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::{Encoding, Key, KeyError, KeySpec};
 
@@ -255,9 +254,9 @@ pub fn key_secret(crt: &Certificate, name: &str, pem: Vec<u8>) -> Secret {
     }
 }
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::KEY_MANAGER, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let owned = observe::next_key_secrets(&ctx, &crt);
     let never = reuses_key(&crt);
@@ -283,7 +282,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let next = execute(&ctx, &crt, FieldManager::KEY_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
+    Ok(requeue_at(&next, || std::time::Duration::from_secs(1)))
 }
 
 /// A new private key of `spec`, as PKCS#8 PEM, made on the crypto pool (an RSA-8192 key takes
@@ -300,7 +299,7 @@ async fn generate(ctx: &CertificateContext, crt: &Certificate, spec: KeySpec) ->
     })
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::runtime::controller::Action;
 use serde_json::{Map, Value, json};
 
 use super::status::{Times, condition, document, time, times};
@@ -19,7 +18,7 @@ use crate::certificates::policy::{chains::READINESS, evaluate, reason};
 use crate::certificates::renewal::RENEWAL_FLOOR;
 use crate::certificates::validation;
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::plan::{Next, Plan, Requeue, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "readiness";
@@ -133,24 +132,24 @@ fn already_says(crt: &Certificate, doc: &Map<String, Value>) -> bool {
     same_condition && same("notBefore") && same("notAfter") && same("renewalTime")
 }
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::READINESS, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let secret = observe::target_secret(&ctx, &crt).await?;
     if observe::issuing_in_flight(&crt, secret.as_ref(), &requests) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let mut input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());
     input.renewal_jitter = ctx.settings.renewal_jitter;
     let plan = decide(&input);
     let next = execute(&ctx, &crt, FieldManager::READINESS, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || Duration::from_secs(1)))
+    Ok(requeue_at(&next, || Duration::from_secs(1)))
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

@@ -12,7 +12,6 @@ mod build;
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
 
 pub use self::build::{annotations_to_copy, go_duration_string, request, request_name};
 use super::observe::{self, next_revision, revision_of};
@@ -21,7 +20,7 @@ use crate::api::ConditionStatus;
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY, REASON_FAILED};
 use crate::certificates::matching::{private_key_matches_spec, request_has_key, request_matches_spec};
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Write, requeue};
+use crate::controllers::kit::plan::{Announce, FullPlan, IfTaken, Next, Plan, Requeue, Write, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 use crate::pki::keys::Key;
 
@@ -129,9 +128,9 @@ pub fn failed_before_issuing(crt: &Certificate, cr: &CertificateRequest) -> bool
     failed && matches!((failed_at, began), (Some(at), Some(began)) if at < began)
 }
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::REQUEST_MANAGER, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let (secret, key) = observe::next_key(&ctx, &crt);
     let requests = observe::owned_requests(&ctx, &crt);
@@ -158,10 +157,10 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     };
     let next = execute(&ctx, &crt, FieldManager::REQUEST_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
+    Ok(requeue_at(&next, || std::time::Duration::from_secs(1)))
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

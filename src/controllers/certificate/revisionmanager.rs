@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use kube::ResourceExt;
-use kube::runtime::controller::Action;
 
 use super::observe::{self, revision_of};
 use super::{CertificateContext, Error, execute, log_and_retry};
 use crate::api::certmanager::{Certificate, CertificateRequest, READY};
-use crate::controllers::kit::plan::{FullPlan, Next, Plan, Write, requeue};
+use crate::controllers::kit::plan::{FullPlan, Next, Plan, Requeue, Write, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "revisionmanager";
@@ -35,18 +34,18 @@ pub fn decide(crt: &Certificate, requests: &[&CertificateRequest]) -> FullPlan<(
     Plan::idle(Next::AwaitChange).preceded_by(doomed.collect())
 }
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::REVISION_MANAGER, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let plan = decide(&crt, &requests.iter().map(AsRef::as_ref).collect::<Vec<_>>());
     let next = execute(&ctx, &crt, FieldManager::REVISION_MANAGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
+    Ok(requeue_at(&next, || std::time::Duration::from_secs(1)))
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::runtime::controller::Action;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 
@@ -22,7 +21,7 @@ use crate::certificates::policy::{chains::TRIGGER, evaluate, reason};
 use crate::certificates::renewal::backoff_remaining;
 use crate::certificates::validation;
 use crate::controllers::kit::events::Notice;
-use crate::controllers::kit::plan::{Next, Plan, requeue};
+use crate::controllers::kit::plan::{Next, Plan, Requeue, requeue_at};
 use crate::controllers::kit::status::FieldManager;
 
 const NAME: &str = "trigger";
@@ -140,9 +139,9 @@ pub fn owns_secret(crt: &Certificate, others: &[Arc<Certificate>], secret: Optio
     owner.as_deref() == Some(crt.name_any().as_str())
 }
 
-pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Requeue, Error> {
     if !ctx.acts_on(FieldManager::TRIGGER, &crt) {
-        return Ok(Action::await_change());
+        return Ok(Requeue::AWAIT_CHANGE);
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let secret = observe::target_secret(&ctx, &crt).await?;
@@ -161,7 +160,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let next = execute(&ctx, &crt, FieldManager::TRIGGER, plan).await?;
     ctx.settled(&super::retry_key(NAME, &crt));
-    Ok(requeue(&next, || Duration::from_secs(1)))
+    Ok(requeue_at(&next, || Duration::from_secs(1)))
 }
 
 fn facts(
@@ -180,7 +179,7 @@ fn facts(
     }
 }
 
-pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Action {
+pub fn error_policy(crt: Arc<Certificate>, err: &Error, ctx: Arc<CertificateContext>) -> Requeue {
     log_and_retry(NAME, &crt, err, &ctx)
 }
 

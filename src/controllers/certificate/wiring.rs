@@ -4,11 +4,13 @@
 //! metadata feed only, and read live when its data is needed. Each Certificate controller runs
 //! on its Certificates, their requests, and the Secrets they name or own.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, future};
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -24,6 +26,7 @@ use crate::certificates::keys::label;
 use crate::certificates::secret::CERT_MANAGER_SECRET_MANAGERS;
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
+use crate::controllers::kit::plan::Requeue;
 use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
@@ -72,8 +75,45 @@ impl Indexes {
     }
 }
 
-type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Action, Error>>;
-type ErrorPolicy = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Action;
+type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Requeue, Error>>;
+type ErrorPolicy = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Requeue;
+
+/// The six Certificate controllers, in the order a Certificate moves through them. They share
+/// one queue: a change wakes one reconcile that runs the six decisions, each with its own
+/// observation, field manager and retry, instead of six reconciles racing on the same change
+/// (most of which found nothing to do, and each paid for its wake).
+const LIFECYCLE: [(Reconcile, ErrorPolicy); 6] = [
+    (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
+    (
+        |c, x| keymanager::reconcile(c, x).boxed(),
+        keymanager::error_policy,
+    ),
+    (
+        |c, x| requestmanager::reconcile(c, x).boxed(),
+        requestmanager::error_policy,
+    ),
+    (|c, x| issuing::reconcile(c, x).boxed(), issuing::error_policy),
+    (|c, x| readiness::reconcile(c, x).boxed(), readiness::error_policy),
+    (
+        |c, x| revisionmanager::reconcile(c, x).boxed(),
+        revisionmanager::error_policy,
+    ),
+];
+
+/// One pass of the six over `crt`: a controller's failure is its own (logged, its own backoff)
+/// and does not keep the others from deciding; the Certificate comes back at the soonest time
+/// any of them asked for.
+async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Infallible> {
+    let mut soonest = Requeue::AWAIT_CHANGE;
+    for (reconcile, error_policy) in LIFECYCLE {
+        let next = match reconcile(crt.clone(), ctx.clone()).await {
+            Ok(next) => next,
+            Err(err) => error_policy(crt.clone(), &err, ctx.clone()),
+        };
+        soonest = soonest.soonest(next);
+    }
+    Ok(soonest.into())
+}
 
 /// The Certificate controllers and the watches feeding them, ready to run.
 pub fn controllers(
@@ -105,30 +145,8 @@ pub fn controllers(
     ctx.secret_names = wiring.secrets.index();
     ctx.indexes = watches.indexes.clone();
     let ctx = Arc::new(ctx);
-    let lifecycle: [(Reconcile, ErrorPolicy); 6] = [
-        (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
-        (
-            |c, x| keymanager::reconcile(c, x).boxed(),
-            keymanager::error_policy,
-        ),
-        (
-            |c, x| requestmanager::reconcile(c, x).boxed(),
-            requestmanager::error_policy,
-        ),
-        (|c, x| issuing::reconcile(c, x).boxed(), issuing::error_policy),
-        (|c, x| readiness::reconcile(c, x).boxed(), readiness::error_policy),
-        (
-            |c, x| revisionmanager::reconcile(c, x).boxed(),
-            revisionmanager::error_policy,
-        ),
-    ];
-    let mut out: Vec<BoxFuture<'static, ()>> = lifecycle
-        .into_iter()
-        .map(|(reconcile, error_policy)| {
-            let meta = wiring.secrets.subscribe();
-            certificate_controller(wiring, &watches, meta, ctx.clone(), reconcile, error_policy)
-        })
-        .collect();
+    let meta = wiring.secrets.subscribe();
+    let mut out = vec![certificate_controller(wiring, &watches, meta, ctx.clone())];
     if approve {
         out.push(approver_controller(wiring, ctx.clone()));
     }
@@ -140,8 +158,6 @@ fn certificate_controller(
     watches: &StandaloneWatches,
     meta: impl futures::Stream<Item = Arc<SecretMeta>> + Send + 'static,
     ctx: Arc<CertificateContext>,
-    reconcile: Reconcile,
-    error_policy: ErrorPolicy,
 ) -> BoxFuture<'static, ()> {
     let store = watches.certificates.store.clone();
     let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store.clone());
@@ -149,6 +165,7 @@ fn certificate_controller(
         watches.indexes.certificates.clone(),
         watches.indexes.certificates.clone(),
     );
+    let cached = watches.secrets.store.clone();
     let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
         .with_config(wiring.config.clone())
         .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
@@ -158,11 +175,28 @@ fn certificate_controller(
             certificates_for_secret(&for_secrets, &index, &s.metadata)
         })
         .watches_shared_stream(meta, move |s: Arc<SecretMeta>| {
+            if seen_whole(&cached, &s.metadata) {
+                return Vec::new();
+            }
             certificates_for_secret(&for_meta, &meta_index, &s.metadata)
         })
         .graceful_shutdown_on(wiring.shutdown.clone())
-        .run(reconcile, error_policy, ctx);
+        .run(lifecycle, |_, never: &Infallible, _| match *never {}, ctx);
     drive(controller)
+}
+
+/// Whether the Secret store holds this very version of the Secret `meta` describes: its
+/// whole-object watch has then passed the same change on already (the store is written before
+/// its subscribers hear), so the metadata feed need not wake the Certificates a second time. A
+/// deleted Secret, or one the store does not keep, still wakes them through this feed.
+fn seen_whole(cached: &Store<Secret>, meta: &ObjectMeta) -> bool {
+    let (Some(namespace), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
+        return false;
+    };
+    meta.resource_version.is_some()
+        && cached
+            .get(&ObjectRef::new(name).within(namespace))
+            .is_some_and(|s| s.metadata.resource_version == meta.resource_version)
 }
 
 fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFuture<'static, ()> {

@@ -163,9 +163,77 @@ pub fn describe<K: Resource<DynamicType = ()>>(obj: &K) -> String {
 
 /// The requeue for a `next` that needs no more work; `backoff` gives the object's next delay.
 pub fn requeue<W>(next: &Next<W>, backoff: impl FnOnce() -> Duration) -> Action {
+    requeue_at(next, backoff).into()
+}
+
+/// [`requeue`] as a [`Requeue`], for a reconcile that is one of several run on one queue.
+pub fn requeue_at<W>(next: &Next<W>, backoff: impl FnOnce() -> Duration) -> Requeue {
     match next {
-        Next::AwaitChange | Next::Work(_) => Action::await_change(),
-        Next::After(after) => Action::requeue(*after),
-        Next::Backoff => Action::requeue(backoff()),
+        Next::AwaitChange | Next::Work(_) => Requeue::AWAIT_CHANGE,
+        Next::After(after) => Requeue::after(*after),
+        Next::Backoff => Requeue::after(backoff()),
+    }
+}
+
+/// When to look at an object again if nothing changes: kube-runtime's `Action`, in a form that
+/// can be read. Several decisions run on one queue (the Certificate controllers) requeue at
+/// the soonest of theirs, and `Action` does not say what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requeue(Option<Duration>);
+
+impl Requeue {
+    /// Only a change brings the object back.
+    pub const AWAIT_CHANGE: Requeue = Requeue(None);
+
+    pub const fn after(after: Duration) -> Self {
+        Requeue(Some(after))
+    }
+
+    /// The sooner of the two.
+    #[must_use]
+    pub fn soonest(self, other: Requeue) -> Requeue {
+        match (self.0, other.0) {
+            (Some(a), Some(b)) => Requeue(Some(a.min(b))),
+            (a, b) => Requeue(a.or(b)),
+        }
+    }
+}
+
+impl From<Requeue> for Action {
+    fn from(requeue: Requeue) -> Action {
+        match requeue.0 {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The soonest of two requeues; awaiting a change is later than any time.
+    #[test]
+    fn soonest_table() {
+        let (one, two) = (
+            Requeue::after(Duration::from_secs(1)),
+            Requeue::after(Duration::from_secs(2)),
+        );
+        let cases = [
+            (
+                Requeue::AWAIT_CHANGE,
+                Requeue::AWAIT_CHANGE,
+                Requeue::AWAIT_CHANGE,
+            ),
+            (Requeue::AWAIT_CHANGE, two, two),
+            (two, Requeue::AWAIT_CHANGE, two),
+            (one, two, one),
+            (two, one, one),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(a.soonest(b), want, "{a:?} and {b:?}");
+        }
+        assert_eq!(Action::from(one), Action::requeue(Duration::from_secs(1)));
+        assert_eq!(Action::from(Requeue::AWAIT_CHANGE), Action::await_change());
     }
 }
