@@ -12,6 +12,7 @@
 //! - [`revisionmanager`] deletes requests beyond `revisionHistoryLimit`.
 
 pub mod approver;
+mod created;
 pub mod issuing;
 pub mod keymanager;
 pub mod observe;
@@ -31,6 +32,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
 
+use self::created::Created;
 pub use self::wiring::{Indexes, StandaloneWatches, controllers};
 pub use super::kit::Error;
 use super::kit::Shared;
@@ -59,6 +61,7 @@ pub struct CertificateContext {
     pub events: Events,
     backoff: Backoff<String>,
     acted: Acted,
+    created: Created,
 }
 
 /// Per controller and Certificate (UID), the resourceVersion of the cached Certificate the
@@ -183,6 +186,7 @@ impl CertificateContext {
             indexes,
             backoff: backoff::per_object(),
             acted: Acted::default(),
+            created: Created::default(),
         }
     }
 
@@ -223,7 +227,9 @@ pub async fn execute<W>(
         manager,
         events: &ctx.events,
     };
-    let plan = plan.into();
+    let now = (ctx.shared.clock)();
+    let plan = ctx.created.without_repeats(plan.into(), now);
+    let marks = Created::marks(&plan);
     let deleted: Vec<String> = plan
         .writes()
         .filter_map(|w| match w {
@@ -234,6 +240,7 @@ pub async fn execute<W>(
     let (written, next) = plan::execute(target, plan).await?;
     ctx.acted.record(manager, crt, written.as_deref());
     ctx.acted.deleted(deleted);
+    ctx.created.record(marks, now);
     Ok(next)
 }
 

@@ -1,0 +1,203 @@
+//! The objects the Certificate controllers created that the cache may not show yet.
+//!
+//! A request or next-key Secret is created by one pass of the Certificate's controllers; the
+//! next pass, woken by another change, can run before the watch brings the new object to the
+//! cache, decide that it is missing, and create it again: a create refused as existing and a
+//! read to see whose it is. So a create is remembered for a short while, and a plan that would
+//! create the same object again in that while leaves it out and looks again when the while is
+//! over. A controller's own delete of the object forgets it at once: a next-key Secret is
+//! deleted at issuance and may be made again under the same name straight after.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::clock::lock;
+use crate::controllers::kit::plan::{FullPlan, Next, Write};
+
+/// How long a create is taken to be on its way to the cache. A watch brings it in
+/// milliseconds; this only bounds how late an object someone else deleted in that time is
+/// made again.
+pub const CREATED_WHILE: Duration = Duration::from_secs(10);
+
+/// Entries beyond which the memory starts over (an entry outlives its while only until the
+/// same object is planned again).
+const CREATED_MAX: usize = 65_536;
+
+/// `Kind`, namespace, name.
+type Key = (String, String, String);
+
+#[derive(Default)]
+pub struct Created(Mutex<HashMap<Key, Timestamp>>);
+
+fn key(write: &Write) -> Key {
+    let object = write.object();
+    let namespace = object.namespace.clone().unwrap_or_default();
+    (object.kind.clone(), namespace, object.name.clone())
+}
+
+/// Pure: how much longer a create made `at` keeps `now`'s plan from making it again.
+pub fn still_coming(at: Timestamp, now: Timestamp) -> Option<Duration> {
+    let age = Duration::try_from(now.duration_since(at)).unwrap_or_default();
+    CREATED_WHILE.checked_sub(age).filter(|left| !left.is_zero())
+}
+
+impl Created {
+    /// `plan` without the creates of objects created moments ago; when one is left out, the
+    /// plan looks again by the end of its while at the latest.
+    pub fn without_repeats<W>(&self, mut plan: FullPlan<W>, now: Timestamp) -> FullPlan<W> {
+        let created = lock(&self.0);
+        let mut wait: Option<Duration> = None;
+        let mut keep = |write: &Write| {
+            let Write::Create(_) = write else {
+                return true;
+            };
+            let left = created.get(&key(write)).and_then(|at| still_coming(*at, now));
+            if let Some(left) = left {
+                wait = Some(wait.map_or(left, |w| w.min(left)));
+            }
+            left.is_none()
+        };
+        plan.before_status.retain(&mut keep);
+        plan.after_status.retain(&mut keep);
+        drop(created);
+        plan.plan.next = match (wait, plan.plan.next) {
+            (Some(left), Next::AwaitChange) => Next::After(left),
+            (Some(left), Next::After(after)) => Next::After(after.min(left)),
+            (_, next) => next,
+        };
+        plan
+    }
+
+    /// What carrying out `plan` will change here, taken before it is carried out.
+    pub fn marks<W>(plan: &FullPlan<W>) -> Marks {
+        Marks(
+            plan.writes()
+                .filter_map(|write| match write {
+                    Write::Create(_) => Some((key(write), true)),
+                    Write::Delete { .. } => Some((key(write), false)),
+                    Write::Apply { .. } => None,
+                })
+                .collect(),
+        )
+    }
+
+    /// A plan with `marks` was carried out at `now`: its creates are remembered, its deletes
+    /// forget.
+    pub fn record(&self, marks: Marks, now: Timestamp) {
+        if marks.0.is_empty() {
+            return;
+        }
+        let mut created = lock(&self.0);
+        for (k, made) in marks.0 {
+            if !made {
+                created.remove(&k);
+                continue;
+            }
+            if created.len() >= CREATED_MAX {
+                created.clear();
+            }
+            created.insert(k, now);
+        }
+    }
+}
+
+/// The objects a plan creates (`true`) and deletes (`false`).
+pub struct Marks(Vec<(Key, bool)>);
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+    use crate::controllers::kit::plan::{Announce, IfTaken, Plan};
+
+    fn secret(name: &str) -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("apps".into()),
+                uid: Some(format!("uid-{name}")),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        }
+    }
+
+    fn create(name: &str) -> Write {
+        Write::create(&secret(name), IfTaken::Done, Announce::default())
+    }
+
+    fn delete(name: &str) -> Write {
+        Write::delete(&secret(name)).unwrap()
+    }
+
+    fn plan(writes: Vec<Write>) -> FullPlan<()> {
+        Plan::idle(Next::AwaitChange).preceded_by(writes)
+    }
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + secs).unwrap()
+    }
+
+    /// The while a create keeps its repeat out: from its full length down to nothing.
+    #[test]
+    fn still_coming_table() {
+        let cases = [
+            (0, Some(Duration::from_secs(10))),
+            (4, Some(Duration::from_secs(6))),
+            (10, None),
+            (60, None),
+            // A clock that went back: the whole while, never more.
+            (-5, Some(Duration::from_secs(10))),
+        ];
+        for (age, want) in cases {
+            assert_eq!(still_coming(at(0), at(age)), want, "age {age}");
+        }
+    }
+
+    /// A create made moments ago is left out, and the plan looks again when its while is over;
+    /// other creates, and every create once its while is over or the object was deleted by
+    /// us, are kept.
+    #[test]
+    fn repeats_are_left_out_until_the_while_ends_or_a_delete() {
+        let created = Created::default();
+        created.record(Created::marks(&plan(vec![create("a"), create("b")])), at(0));
+        let out = created.without_repeats(plan(vec![create("a"), create("c")]), at(3));
+        assert_eq!(out.before_status, vec![create("c")]);
+        assert_eq!(out.plan.next, Next::After(Duration::from_secs(7)));
+
+        let out = created.without_repeats(plan(vec![create("a")]), at(10));
+        assert_eq!(out.before_status, vec![create("a")]);
+        assert_eq!(out.plan.next, Next::AwaitChange);
+
+        created.record(Created::marks(&plan(vec![delete("b")])), at(4));
+        let out = created.without_repeats(plan(vec![create("b"), delete("a")]), at(5));
+        assert_eq!(out.before_status, vec![create("b"), delete("a")]);
+        assert_eq!(out.plan.next, Next::AwaitChange);
+    }
+
+    /// A plan's own next look is kept when sooner than the while's end, and brought forward
+    /// to it when later; a backoff stays a backoff.
+    #[test]
+    fn the_next_look_table() {
+        let secs = Duration::from_secs;
+        let cases = [
+            (Next::<()>::After(secs(1)), Next::After(secs(1))),
+            (Next::After(secs(60)), Next::After(secs(9))),
+            (Next::AwaitChange, Next::After(secs(9))),
+            (Next::Backoff, Next::Backoff),
+        ];
+        for (next, want) in cases {
+            let created = Created::default();
+            created.record(Created::marks(&plan(vec![create("a")])), at(0));
+            let plan = Plan::idle(next.clone()).preceded_by(vec![create("a")]);
+            let out = created.without_repeats(plan, at(1));
+            assert!(out.before_status.is_empty(), "{next:?}");
+            assert_eq!(out.plan.next, want, "{next:?}");
+        }
+    }
+}
