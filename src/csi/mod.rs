@@ -15,3 +15,4 @@ pub mod proto {
     tonic::include_proto!("csi.v1");
 }
 
+pub mod attributes;
