@@ -16,3 +16,4 @@ pub mod proto {
 }
 
 pub mod attributes;
+pub mod store;
