@@ -16,4 +16,6 @@ pub mod proto {
 }
 
 pub mod attributes;
+pub mod identity;
+pub mod node;
 pub mod store;
