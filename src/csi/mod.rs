@@ -18,4 +18,5 @@ pub mod proto {
 pub mod attributes;
 pub mod identity;
 pub mod node;
+pub mod server;
 pub mod store;
