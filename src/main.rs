@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use cfssl_issuer::{cli, manager, renew};
+use cfssl_issuer::{cli, csi, manager, renew};
 
 /// mimalloc, not glibc's malloc: a signed request allocates and frees a few hundred small
 /// buffers (JSON, PEM, DER, HTTP), and glibc spent 10% of the manager's CPU on them (perf).
@@ -31,6 +31,8 @@ enum Command {
     Sign(cli::SignArgs),
     /// Mark Certificates for manual renewal, as `cmctl renew` (standalone mode).
     Renew(renew::RenewArgs),
+    /// Run the CSI node plugin: certificates as inline pod volumes.
+    Csi(csi::server::CsiArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +78,10 @@ async fn main() -> ExitCode {
         Some(Command::Renew(args)) => {
             cfssl_issuer::telemetry::init_cli_logging();
             renew::run(args).await
+        }
+        Some(Command::Csi(args)) => {
+            cfssl_issuer::telemetry::init_logging(false, "info");
+            csi::server::run(args).await
         }
     }
 }

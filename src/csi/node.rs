@@ -1,0 +1,192 @@
+//! The Node service: Publish checks the request ([`decide`]), has the certificate issued,
+//! writes the files into the store and mounts them onto kubelet's target; Unpublish undoes it.
+
+pub mod decide;
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+
+use tonic::{Request, Response, Status};
+
+use super::proto::node_server::Node;
+use super::proto::node_service_capability::{Rpc, rpc::Type as RpcType};
+use super::proto::{
+    NodeGetCapabilitiesRequest, NodeGetCapabilitiesResponse, NodeGetInfoRequest, NodeGetInfoResponse,
+    NodePublishVolumeRequest, NodePublishVolumeResponse, NodeServiceCapability, NodeUnpublishVolumeRequest,
+    NodeUnpublishVolumeResponse, node_service_capability,
+};
+use super::store::{File, Mounter, Store, StoreError};
+pub use decide::{Again, Publish};
+
+/// An issued certificate, as the volume's files are made from it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Issued {
+    pub private_key_pem: String,
+    pub certificate_pem: String,
+    pub ca_pem: String,
+    /// When to issue again (renewal, issue 34, acts on it).
+    pub next_issuance_time: jiff::Timestamp,
+}
+
+impl std::fmt::Debug for Issued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Issued")
+            .field("next_issuance_time", &self.next_issuance_time)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What gets a volume its certificate: a CertificateRequest in the pod's namespace in the
+/// plugin, a fake in tests. An error is the Publish's answer as it is.
+pub trait Issue: Send + Sync + 'static {
+    fn issue(&self, publish: &Publish) -> impl Future<Output = Result<Issued, Status>> + Send;
+}
+
+/// The volume's files from an issuance, named by its attributes.
+pub fn files(publish: &Publish, issued: &Issued) -> Vec<File> {
+    let names = &publish.attributes.files;
+    let file = |name: &str, text: &str| File {
+        name: name.to_string(),
+        contents: text.as_bytes().to_vec(),
+    };
+    vec![
+        file(&names.private_key, &issued.private_key_pem),
+        file(&names.certificate, &issued.certificate_pem),
+        file(&names.ca, &issued.ca_pem),
+    ]
+}
+
+/// The Node service of one node.
+pub struct NodeService<I, M> {
+    node_id: String,
+    store: Store,
+    mounter: Arc<M>,
+    issuer: Arc<I>,
+}
+
+impl<I: Issue, M: Mounter> NodeService<I, M> {
+    pub fn new(node_id: &str, store: Store, mounter: Arc<M>, issuer: Arc<I>) -> Self {
+        Self {
+            node_id: node_id.to_string(),
+            store,
+            mounter,
+            issuer,
+        }
+    }
+
+    /// Issues and writes a volume the store does not hold issued; on failure, nothing of it
+    /// is left (kubelet never unpublishes a volume whose Publish failed).
+    async fn issue_and_write(&self, publish: &Publish) -> Result<(), Status> {
+        let id = &publish.volume_id;
+        self.store.put_metadata(&publish.metadata).map_err(internal)?;
+        let written = async {
+            let issued = self.issuer.issue(publish).await?;
+            self.store
+                .write_files(id, &files(publish, &issued), publish.group)
+                .map_err(internal)?;
+            let mut metadata = publish.metadata.clone();
+            metadata.next_issuance_time = Some(issued.next_issuance_time);
+            self.store.put_metadata(&metadata).map_err(internal)
+        };
+        if let Err(status) = written.await {
+            let _ = self.store.remove(id);
+            return Err(status);
+        }
+        Ok(())
+    }
+
+    async fn publish(&self, request: &NodePublishVolumeRequest) -> Result<(), Status> {
+        let publish = decide::publish(request)?;
+        let stored = self.store.metadata(&publish.volume_id).map_err(internal)?;
+        let again = stored.map(|s| decide::again(&s, &publish)).transpose()?;
+        if again != Some(Again::Issued) {
+            self.issue_and_write(&publish).await?;
+        }
+        let target = Path::new(&publish.target_path);
+        if self.mounter.is_mounted(target).map_err(internal)? {
+            return Ok(());
+        }
+        let source = self.store.data_dir(&publish.volume_id).map_err(internal)?;
+        if let Err(e) = self.mounter.mount(&source, target) {
+            if again.is_none() {
+                let _ = self.store.remove(&publish.volume_id);
+            }
+            return Err(Status::internal(format!(
+                "cannot mount volume {}: {e}",
+                publish.volume_id
+            )));
+        }
+        Ok(())
+    }
+
+    fn unpublish(&self, request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
+        decide::unpublish(request)?;
+        let target = Path::new(&request.target_path);
+        // A missing target or an unknown volume is done already (the spec wants idempotence).
+        if self.mounter.is_mounted(target).unwrap_or(false) {
+            self.mounter.unmount(target).map_err(internal)?;
+        }
+        match self.store.remove(&request.volume_id) {
+            Ok(_) | Err(StoreError::VolumeId(_)) => Ok(()),
+            Err(e) => Err(internal(e)),
+        }
+    }
+}
+
+fn internal(error: impl std::fmt::Display) -> Status {
+    Status::internal(error.to_string())
+}
+
+/// The one capability: kubelet passes the pod's fsGroup (`volume_mount_group`) instead of
+/// changing the files' group itself, which it could not through a read-only mount.
+pub fn capabilities() -> NodeGetCapabilitiesResponse {
+    let mount_group = NodeServiceCapability {
+        r#type: Some(node_service_capability::Type::Rpc(Rpc {
+            r#type: RpcType::VolumeMountGroup.into(),
+        })),
+    };
+    NodeGetCapabilitiesResponse {
+        capabilities: vec![mount_group],
+    }
+}
+
+#[tonic::async_trait]
+impl<I: Issue, M: Mounter> Node for NodeService<I, M> {
+    async fn node_publish_volume(
+        &self,
+        request: Request<NodePublishVolumeRequest>,
+    ) -> Result<Response<NodePublishVolumeResponse>, Status> {
+        self.publish(request.get_ref()).await?;
+        Ok(Response::new(NodePublishVolumeResponse {}))
+    }
+
+    async fn node_unpublish_volume(
+        &self,
+        request: Request<NodeUnpublishVolumeRequest>,
+    ) -> Result<Response<NodeUnpublishVolumeResponse>, Status> {
+        self.unpublish(request.get_ref())?;
+        Ok(Response::new(NodeUnpublishVolumeResponse {}))
+    }
+
+    async fn node_get_capabilities(
+        &self,
+        _: Request<NodeGetCapabilitiesRequest>,
+    ) -> Result<Response<NodeGetCapabilitiesResponse>, Status> {
+        Ok(Response::new(capabilities()))
+    }
+
+    async fn node_get_info(
+        &self,
+        _: Request<NodeGetInfoRequest>,
+    ) -> Result<Response<NodeGetInfoResponse>, Status> {
+        Ok(Response::new(NodeGetInfoResponse {
+            node_id: self.node_id.clone(),
+            max_volumes_per_node: 0,
+            accessible_topology: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,161 @@
+//! `cfssl-issuer csi`: the Identity and Node services on kubelet's unix socket.
+
+use std::future::Future;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio::net::UnixListener;
+use tonic::Status;
+
+use super::identity::{DRIVER_NAME, IdentityService, Ready};
+use super::node::{Issue, Issued, NodeService, Publish};
+use super::proto::identity_server::IdentityServer;
+use super::proto::node_server::NodeServer;
+use super::store::{Mounter, Store, StoreError};
+
+/// The node plugin's flags, named as csi-driver names them.
+#[derive(Debug, clap::Args)]
+pub struct CsiArgs {
+    /// The gRPC endpoint kubelet and the sidecars reach: `unix:///path/csi.sock`.
+    #[arg(long, env = "CSI_ENDPOINT", default_value = "unix:///plugin/csi.sock")]
+    pub endpoint: String,
+    /// This node's name (the pod's `spec.nodeName`), answered by NodeGetInfo.
+    #[arg(long, env = "NODE_ID")]
+    pub node_id: String,
+    /// Where the volumes are kept; on a host, never under /tmp (cleaners delete it).
+    #[arg(long, default_value = "/csi-data-dir")]
+    pub data_root: PathBuf,
+    /// The CSI driver name (the CSIDriver object's, and a pod's `csi.driver`).
+    #[arg(long, default_value = DRIVER_NAME)]
+    pub driver_name: String,
+}
+
+/// Why the plugin cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("--endpoint {0:?} is not unix://<path>")]
+    Endpoint(String),
+    #[error("cannot listen on {}: {source}", path.display())]
+    Listen { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("gRPC server: {0}")]
+    Serve(#[from] tonic::transport::Error),
+}
+
+/// The socket path of `unix:///abs/path` (or `unix://rel/path`, as csi-driver's chart
+/// writes it, relative to the working directory).
+pub fn socket_path(endpoint: &str) -> Result<PathBuf, ServeError> {
+    match endpoint.strip_prefix("unix://") {
+        Some(path) if !path.is_empty() && path != "/" => Ok(PathBuf::from(path)),
+        _ => Err(ServeError::Endpoint(endpoint.to_string())),
+    }
+}
+
+/// Listens on `path`, replacing a socket a previous run left (a restarted plugin must
+/// come back on the same path kubelet registered).
+pub fn listen(path: &Path) -> Result<UnixListener, ServeError> {
+    let failed = |source| ServeError::Listen {
+        path: path.to_path_buf(),
+        source,
+    };
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(failed(e)),
+    }
+    UnixListener::bind(path).map_err(failed)
+}
+
+/// Serves Identity and Node on `listener` until `shutdown`; every other CSI method is
+/// answered UNIMPLEMENTED by the router, as the spec asks of a plugin without it.
+pub async fn serve<I: Issue, M: Mounter>(
+    listener: UnixListener,
+    identity: IdentityService,
+    node: NodeService<I, M>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
+    let incoming = futures::stream::unfold(listener, |listener| async move {
+        let next = listener.accept().await.map(|(stream, _)| stream);
+        Some((next, listener))
+    });
+    tonic::transport::Server::builder()
+        .add_service(IdentityServer::new(identity))
+        .add_service(NodeServer::new(node))
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Issuance through CertificateRequests is the next step of the plugin: until it lands, a
+/// Publish that passes every check is refused, and says so.
+pub struct NotYetIssuing;
+
+impl Issue for NotYetIssuing {
+    async fn issue(&self, publish: &Publish) -> Result<Issued, Status> {
+        Err(Status::unavailable(format!(
+            "volume {}: this build of the plugin checks volumes but cannot issue yet",
+            publish.volume_id
+        )))
+    }
+}
+
+/// Real mounts (tmpfs, read-only binds) come with issuance; this mounter mounts nothing.
+pub struct NoMounts;
+
+impl Mounter for NoMounts {
+    fn mount(&self, _: &Path, _: &Path) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this build cannot mount volumes yet",
+        ))
+    }
+
+    fn unmount(&self, _: &Path) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn is_mounted(&self, _: &Path) -> io::Result<bool> {
+        Ok(false)
+    }
+}
+
+async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+async fn start(args: CsiArgs) -> Result<(), ServeError> {
+    let path = socket_path(&args.endpoint)?;
+    let listener = listen(&path)?;
+    let ready = Ready::default();
+    let store = Store::open(&args.data_root.join("volumes"))?;
+    ready.set();
+    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
+    let identity = IdentityService::new(&args.driver_name, ready);
+    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(NotYetIssuing));
+    serve(listener, identity, node, terminated()).await
+}
+
+/// `cfssl-issuer csi`.
+pub async fn run(args: CsiArgs) -> ExitCode {
+    match start(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!("{err}");
+            ExitCode::FAILURE
+        }
+    }
+}
