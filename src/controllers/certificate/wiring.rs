@@ -82,7 +82,10 @@ type ErrorPolicy = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Requ
 /// one queue: a change wakes one reconcile that runs the six decisions, each with its own
 /// observation, field manager and retry, instead of six reconciles racing on the same change
 /// (most of which found nothing to do, and each paid for its wake).
-const LIFECYCLE: [(Reconcile, ErrorPolicy); 6] = [
+/// How many controllers [`LIFECYCLE`] runs.
+const STEPS: u16 = 6;
+
+const LIFECYCLE: [(Reconcile, ErrorPolicy); STEPS as usize] = [
     (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
     (
         |c, x| keymanager::reconcile(c, x).boxed(),
@@ -166,8 +169,12 @@ fn certificate_controller(
         watches.indexes.certificates.clone(),
     );
     let cached = watches.secrets.store.clone();
+    // The six had `--concurrency` slots each. A pass waiting on the crypto pool holds its slot
+    // (a namespace's key generation waits in its lane), so the one queue keeps the six's slots
+    // between them: one tenant's slow keys take no more of them than before.
+    let slots = ctx.shared.config.concurrency.saturating_mul(STEPS);
     let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
-        .with_config(wiring.config.clone())
+        .with_config(wiring.config.clone().concurrency(slots))
         .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
             owner_of(&for_requests, &cr.metadata)
         })
