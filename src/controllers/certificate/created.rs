@@ -48,13 +48,24 @@ impl Created {
     /// `plan` without the creates of objects created moments ago; when one is left out, the
     /// plan looks again by the end of its while at the latest.
     pub fn without_repeats<W>(&self, mut plan: FullPlan<W>, now: Timestamp) -> FullPlan<W> {
+        // A plan that deletes the object it creates (a key Secret that no longer fits) makes
+        // a new one, not a repeat.
+        let replaced: Vec<Key> = plan
+            .writes()
+            .filter(|w| matches!(w, Write::Delete { .. }))
+            .map(key)
+            .collect();
         let created = lock(&self.0);
         let mut wait: Option<Duration> = None;
         let mut keep = |write: &Write| {
             let Write::Create(_) = write else {
                 return true;
             };
-            let left = created.get(&key(write)).and_then(|at| still_coming(*at, now));
+            let k = key(write);
+            if replaced.contains(&k) {
+                return true;
+            }
+            let left = created.get(&k).and_then(|at| still_coming(*at, now));
             if let Some(left) = left {
                 wait = Some(wait.map_or(left, |w| w.min(left)));
             }
@@ -160,8 +171,8 @@ mod tests {
     }
 
     /// A create made moments ago is left out, and the plan looks again when its while is over;
-    /// other creates, and every create once its while is over or the object was deleted by
-    /// us, are kept.
+    /// other creates, and every create once its while is over, or the object was deleted by
+    /// us, or is deleted by the same plan, are kept.
     #[test]
     fn repeats_are_left_out_until_the_while_ends_or_a_delete() {
         let created = Created::default();
@@ -173,6 +184,9 @@ mod tests {
         let out = created.without_repeats(plan(vec![create("a")]), at(10));
         assert_eq!(out.before_status, vec![create("a")]);
         assert_eq!(out.plan.next, Next::AwaitChange);
+
+        let replace = plan(vec![delete("a"), create("a")]);
+        assert_eq!(created.without_repeats(replace.clone(), at(5)), replace);
 
         created.record(Created::marks(&plan(vec![delete("b")])), at(4));
         let out = created.without_repeats(plan(vec![create("b"), delete("a")]), at(5));
