@@ -31,7 +31,8 @@ enum Command {
     Sign(cli::SignArgs),
     /// Mark Certificates for manual renewal, as `cmctl renew` (standalone mode).
     Renew(renew::RenewArgs),
-    /// Run the CSI node plugin: certificates as inline pod volumes.
+    /// Run the CSI node plugin (in progress: it checks volumes but does not issue yet, so it
+    /// refuses every Publish; see the README's Develop section).
     Csi(csi::server::CsiArgs),
 }
 
