@@ -20,3 +20,6 @@ pub mod identity;
 pub mod node;
 pub mod server;
 pub mod store;
+
+#[cfg(test)]
+mod testing;

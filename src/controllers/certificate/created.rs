@@ -48,6 +48,9 @@ impl Created {
     /// `plan` without the creates of objects created moments ago; when one is left out, the
     /// plan looks again by the end of its while at the latest.
     pub fn without_repeats<W>(&self, mut plan: FullPlan<W>, now: Timestamp) -> FullPlan<W> {
+        if !plan.writes().any(|w| matches!(w, Write::Create(_))) {
+            return plan;
+        }
         // A plan that deletes the object it creates (a key Secret that no longer fits) makes
         // a new one, not a repeat.
         let replaced: Vec<Key> = plan

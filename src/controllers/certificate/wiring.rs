@@ -1,8 +1,9 @@
 //! How the Certificate controllers are wired. Two watches of their own: Certificates (ours
 //! only reach the store) and Secrets labelled `controller.cert-manager.io/fao=true`, whole
 //! (the issued Secrets and next-key Secrets). Every other Secret is seen through the shared
-//! metadata feed only, and read live when its data is needed. Each Certificate controller runs
-//! on its Certificates, their requests, and the Secrets they name or own.
+//! metadata feed only, and read live when its data is needed. The six lifecycle controllers run
+//! on one queue ([`LIFECYCLE`]), woken by their Certificates, their requests, and the Secrets
+//! they name or own.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -78,13 +79,13 @@ impl Indexes {
 type Reconcile = fn(Arc<Certificate>, Arc<CertificateContext>) -> BoxFuture<'static, Result<Requeue, Error>>;
 type ErrorPolicy = fn(Arc<Certificate>, &Error, Arc<CertificateContext>) -> Requeue;
 
+/// How many controllers [`LIFECYCLE`] runs.
+const STEPS: u16 = 6;
+
 /// The six Certificate controllers, in the order a Certificate moves through them. They share
 /// one queue: a change wakes one reconcile that runs the six decisions, each with its own
 /// observation, field manager and retry, instead of six reconciles racing on the same change
 /// (most of which found nothing to do, and each paid for its wake).
-/// How many controllers [`LIFECYCLE`] runs.
-const STEPS: u16 = 6;
-
 const LIFECYCLE: [(Reconcile, ErrorPolicy); STEPS as usize] = [
     (|c, x| trigger::reconcile(c, x).boxed(), trigger::error_policy),
     (
@@ -381,6 +382,38 @@ mod tests {
             "data": {"tls.crt": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, vec![b'c'; data])},
         }))
         .unwrap()
+    }
+
+    fn meta(name: &str, version: Option<&str>) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("apps".into()),
+            resource_version: version.map(Into::into),
+            ..ObjectMeta::default()
+        }
+    }
+
+    /// The metadata feed stays quiet only for the very version the Secret store holds.
+    #[test]
+    fn seen_whole_table() {
+        let (store, mut writer) = kube::runtime::reflector::store::<Secret>();
+        let mut cached = secret(Some(crate::api::GROUP), false, 10, 10);
+        cached.metadata.resource_version = Some("7".into());
+        writer.apply_watcher_event(&watcher::Event::Apply(cached));
+        let cases = [
+            ("the version the store holds", meta("s", Some("7")), true),
+            ("a newer version", meta("s", Some("8")), false),
+            ("an older version", meta("s", Some("6")), false),
+            ("no version", meta("s", None), false),
+            (
+                "a Secret the store does not hold",
+                meta("other", Some("7")),
+                false,
+            ),
+        ];
+        for (row, meta, want) in cases {
+            assert_eq!(seen_whole(&store, &meta), want, "{row}");
+        }
     }
 
     /// Only our issuers' Secrets and next-key Secrets, of a bounded size, are cached.

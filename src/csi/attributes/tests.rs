@@ -18,21 +18,7 @@ fn pod() -> PodInfo {
 }
 
 fn context(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    let mut map: BTreeMap<String, String> = [
-        (kubelet::POD_NAME, "web-0"),
-        (kubelet::POD_NAMESPACE, "shop"),
-        (kubelet::POD_UID, "0b9d"),
-        (kubelet::SERVICE_ACCOUNT_NAME, "web"),
-        (kubelet::EPHEMERAL, "true"),
-        (key::ISSUER_NAME, "ca"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    for (k, v) in pairs {
-        map.insert(k.to_string(), v.to_string());
-    }
-    map
+    crate::csi::testing::pod_context(pairs)
 }
 
 fn parsed(pairs: &[(&str, &str)]) -> Result<Attributes, String> {

@@ -10,18 +10,8 @@ use crate::csi::proto::volume_capability::{AccessType, BlockVolume, MountVolume}
 use crate::csi::store::TOKENS_KEY;
 
 fn request() -> NodePublishVolumeRequest {
-    let context: HashMap<String, String> = [
-        (kubelet::POD_NAME, "web-0"),
-        (kubelet::POD_NAMESPACE, "shop"),
-        (kubelet::POD_UID, "0b9d"),
-        (kubelet::SERVICE_ACCOUNT_NAME, "web"),
-        (kubelet::EPHEMERAL, "true"),
-        (key::ISSUER_NAME, "ca"),
-        (TOKENS_KEY, "{\"\":{\"token\":\"t\"}}"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
+    let context: HashMap<String, String> =
+        crate::csi::testing::pod_context(&[(TOKENS_KEY, "{\"\":{\"token\":\"t\"}}")]);
     NodePublishVolumeRequest {
         volume_id: "csi-0b9d".into(),
         target_path: "/var/lib/kubelet/pods/0b9d/volumes/kubernetes.io~csi/tls/mount".into(),
