@@ -13,7 +13,9 @@
 //! 6. Certificates added until `BENCH_READY` are Ready, then the manager idle for
 //!    `BENCH_IDLE_SECS`: its RSS, writes and CPU;
 //! 7. the issuance budget: a burst against a manager of its own started with a small
-//!    `--issuance-budget`, measured at the CA.
+//!    `--issuance-budget`, measured at the CA;
+//! 8. the floor: phase 1's API traffic replayed by a bare client of the manager's stack, with
+//!    no decisions (`floor.rs`), its CPU per Certificate beside the manager's.
 //!
 //! Printed per phase: Certificates/s, the manager's and this process's CPU per Certificate
 //! (from `/proc`, as `bench` does; this process is the test API server, simple-cfssl and the
@@ -25,9 +27,10 @@
 //! `BENCH_SECRETS` (10000), `BENCH_SECRET_SIZE` (4096 bytes), `BENCH_TLS` (1: the CA over
 //! HTTPS as in production; 0: plain HTTP), `BENCH_BUDGET` (20 signs/s; 0 skips the phase),
 //! `BENCH_RSA` (1; 0 skips the RSA-2048 phase and its key generation rate, for quick
-//! iterations on the ECDSA figures).
+//! iterations on the ECDSA figures), `BENCH_FLOOR` (1; 0 skips the floor).
 
 mod budget;
+mod floor;
 mod machine;
 mod phase;
 mod report;
@@ -51,6 +54,11 @@ const WAIT: Duration = Duration::from_secs(60);
 /// (the search for primes), so a few hundred keys make a stable mean.
 const KEYGEN_FOR: Duration = Duration::from_secs(15);
 
+/// The manager's allocator, so that the floor's replay (this binary run again) pays what the
+/// manager pays; the test API server in this process runs on it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub struct Settings {
     n: usize,
     scale_n: usize,
@@ -62,6 +70,7 @@ pub struct Settings {
     tls: bool,
     budget: u32,
     rsa: bool,
+    floor: bool,
 }
 
 impl Settings {
@@ -78,12 +87,22 @@ impl Settings {
             tls: env_or::<u8>("BENCH_TLS", 1)? != 0,
             budget: env_or("BENCH_BUDGET", 20)?,
             rsa: env_or::<u8>("BENCH_RSA", 1)? != 0,
+            floor: env_or::<u8>("BENCH_FLOOR", 1)? != 0,
         })
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    if floor::is_replay() {
+        return floor::replay();
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
     let s = Settings::from_env()?;
     eprintln!(
         "bench-standalone: N={}, scale N={}, {} Ready at the end, --concurrency {}, {} unrelated Secrets, simple-cfssl over {}, {} build, manager {}",
@@ -112,6 +131,13 @@ async fn main() -> anyhow::Result<()> {
     let mut figures = phases(&cluster, &ca, &manager, &s).await?;
     figures.rss = [rss[0], rss[1], figures.rss[2], figures.rss[3]];
     manager.terminate(Duration::from_secs(10)).await?;
+    if s.floor {
+        eprintln!("phase 8: the floor, phase 1's API traffic from a bare client");
+        let server = cluster.server().expect("in-process cluster");
+        let concurrency = s.concurrency;
+        let floor = floor::measure(&cluster, ISSUER, s.n, concurrency, || server.counts());
+        figures.floor = Some(floor.await?);
+    }
     if s.budget > 0 {
         eprintln!("phase 7: the issuance budget ({}/s)", s.budget);
         let n = (s.budget as usize * 5).max(20);
@@ -245,6 +271,7 @@ async fn phases(
         idle,
         rss: [0, 0, idle.rss_kib, manager.peak_rss_kib().unwrap_or(0)],
         budget: None,
+        floor: None,
     })
 }
 

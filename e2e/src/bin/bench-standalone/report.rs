@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::Settings;
 use crate::budget::BudgetFigures;
+use crate::floor::Floor;
 use crate::machine::Keygen;
 use crate::phase::Outcome;
 use e2e::harness::load;
@@ -40,6 +41,8 @@ pub struct Figures {
     /// Ready, peak.
     pub rss: [u64; 4],
     pub budget: Option<BudgetFigures>,
+    /// Phase 1's API traffic from a bare client.
+    pub floor: Option<Floor>,
 }
 
 pub fn mib(kib: u64) -> f64 {
@@ -85,6 +88,7 @@ pub fn print(s: &Settings, f: &Figures, build: &str) {
         "(manager ms, bench ms: CPU per Certificate of the manager, and of this process: test API server, simple-cfssl, client; writes: per Certificate, Events apart)"
     );
     targets(f);
+    floor(f);
     rsa_cpu(f);
     details(s, f);
 }
@@ -183,6 +187,27 @@ fn targets(f: &Figures) {
         );
         println!("\n{b}");
     }
+}
+
+/// The manager's CPU per issued Certificate beside what its API traffic alone costs.
+fn floor(f: &Figures) {
+    let (Some(floor), Some(issue)) = (&f.floor, f.phases.first()) else {
+        return;
+    };
+    let (manager, bare) = (issue.manager_ms_per(issue.n), floor.ms_per());
+    println!(
+        "\nfloor: {} issuances' API traffic (phase 1's requests, {:.2} per Certificate with the \
+         watches' lists, and the watch events they cause) from a bare client of the manager's \
+         stack, no decisions: {bare:.2} ms of CPU per Certificate ({:.1} s); the manager's \
+         {manager:.2} ms is {:.2}x the floor, {:.2} ms above it; the {TARGET_MANAGER_MS} ms \
+         target is {:.2}x the floor",
+        floor.n,
+        floor.requests_per,
+        floor.wall_secs,
+        manager / bare,
+        manager - bare,
+        TARGET_MANAGER_MS / bare,
+    );
 }
 
 /// Where the RSA phase's CPU went: the key generation each Certificate needs, the rest of the
