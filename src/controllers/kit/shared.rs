@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::config::Config;
-use super::crypto::CryptoPool;
+use crate::crypto_pool::CryptoPool;
 use super::status::schema::StatusSchemas;
 use crate::clock::Clock;
 use crate::telemetry::Metrics;

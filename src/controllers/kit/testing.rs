@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::crypto::CryptoPool;
+use crate::crypto_pool::CryptoPool;
 use super::status::schema::StatusSchemas;
 use super::{Config, Shared};
 use crate::clock::system_clock;

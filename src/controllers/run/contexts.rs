@@ -11,7 +11,7 @@ use crate::clock::Clock;
 use crate::controllers::certificaterequest::RequestContext;
 use crate::controllers::csr::CsrContext;
 use crate::controllers::issuer::IssuerContext;
-use crate::controllers::kit::crypto::CryptoPool;
+use crate::crypto_pool::CryptoPool;
 use crate::controllers::kit::status::schema::StatusSchemas;
 use crate::controllers::kit::{Config, Shared};
 use crate::controllers::signing::{Issuers, Recheck, Signer};
