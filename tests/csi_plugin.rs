@@ -368,7 +368,9 @@ async fn the_subcommand_serves() {
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
     assert!(
-        status.message().starts_with("volume csi-2: cannot create CertificateRequest shop/"),
+        status
+            .message()
+            .starts_with("volume csi-2: cannot create CertificateRequest shop/"),
         "{}",
         status.message()
     );
