@@ -6,6 +6,8 @@ use k8s_openapi::ByteString;
 use tonic::Code;
 use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension, X509CertificationRequest};
 
+mod io;
+
 use super::outcome::{Outcome, denied_event, next_issuance, outcome};
 use super::shape::{certificate_request, certificate_spec, hash_identifier, request_name};
 use super::*;
