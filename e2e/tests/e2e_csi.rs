@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
+use cfssl_issuer::csi::collect::{Collector, Verdict};
 use cfssl_issuer::csi::identity::{IdentityService, Ready};
 use cfssl_issuer::csi::issue::CertificateRequests;
 use cfssl_issuer::csi::issue::shape::{VOLUME_ID_HASH, hash_identifier};
@@ -401,5 +402,65 @@ async fn a_publish_past_its_deadline_is_resumed_by_the_next() -> anyhow::Result<
     assert_eq!(requests.len(), 1, "the retried Publish resumed the same request");
     assert_volume_files(&root.join("csi-t1/data"), &env.ca)?;
     assert!(!pending.exists());
+    Ok(())
+}
+
+/// A volume left pending at its deadline is collected with its request: at once when its Pod
+/// is gone (kubelet will never unpublish it), after the age limit while the Pod is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_volumes_are_collected_when_their_pod_is_gone_or_they_are_too_old() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let (channel, root) = env.plugin("plugin", Duration::from_secs(2)).await?;
+    let mut node = NodeClient::new(channel);
+    let mut names = Vec::new();
+    for (pod, volume) in [("web-4", "csi-g1"), ("web-5", "csi-g2")] {
+        let uid = env.pod(pod).await?;
+        let status = node
+            .node_publish_volume(env.publish(pod, &uid, volume))
+            .await
+            .expect_err("not approved");
+        assert_eq!(status.code(), Code::DeadlineExceeded);
+        names.push(
+            env.requests_of(volume).await?[0]
+                .metadata
+                .name
+                .clone()
+                .expect("named"),
+        );
+    }
+    let store = Store::open(&root)?;
+    let collector = |clock| {
+        Collector::new(
+            env.client().clone(),
+            store.clone(),
+            Duration::from_secs(3600),
+            clock,
+        )
+    };
+    let now = cfssl_issuer::clock::system_clock();
+    assert_eq!(collector(now.clone()).pass().await?, [], "young, with their pods");
+
+    Api::<Pod>::namespaced(env.client().clone(), &env.ns)
+        .delete("web-4", &Default::default())
+        .await?;
+    assert_eq!(
+        collector(now).pass().await?,
+        [("csi-g1".to_string(), Verdict::PodGone)]
+    );
+    assert!(!root.join("csi-g1").exists());
+
+    let later = k8s_openapi::jiff::Timestamp::now() + k8s_openapi::jiff::SignedDuration::from_hours(2);
+    let old = collector(cfssl_issuer::clock::fixed_clock(later)).pass().await?;
+    assert_eq!(old, [("csi-g2".to_string(), Verdict::TooOld)]);
+    assert!(!root.join("csi-g2").exists());
+    for name in &names {
+        let requests = env.requests();
+        eventually(WAIT, &format!("request {name} deleted"), || async {
+            requests.get_opt(name).await.ok()?.is_none().then_some(())
+        })
+        .await?;
+    }
     Ok(())
 }

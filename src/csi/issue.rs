@@ -145,6 +145,7 @@ impl CertificateRequests {
             private_key_pem: key
                 .to_pem(crate::pki::keys::Encoding::Pkcs8)
                 .map_err(IssueError::Key)?,
+            since: (self.clock)(),
         };
         self.store.put_pending(&publish.volume_id, &pending)?;
         Ok(InFlight {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::net::UnixListener;
 
+use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
 use super::issue::CertificateRequests;
 use super::node::{Issue, NodeService};
@@ -37,6 +38,20 @@ pub struct CsiArgs {
     /// DEADLINE_EXCEEDED itself and kubelet's retry resumes the same request and key.
     #[arg(long, default_value = "60s", value_parser = wait_duration)]
     pub issuance_timeout: Duration,
+    /// How long a volume may wait for its first certificate (its request never approved or
+    /// issued) before its request and store entry are collected; the pod's next Publish then
+    /// asks again. A volume whose pod is gone is collected at the next pass (every 5m).
+    #[arg(long, default_value = "1h", value_parser = max_age)]
+    pub pending_max_age: Duration,
+}
+
+/// A positive Go duration.
+fn max_age(text: &str) -> Result<Duration, String> {
+    let parsed = crate::certificates::go::parse_go_duration(text).map_err(|e| e.to_string())?;
+    Duration::try_from(parsed)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a positive duration"))
 }
 
 /// The longest `--issuance-timeout`: kubelet gives up on a CSI call after 2 minutes, and an
@@ -157,13 +172,10 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let ready = Ready::default();
     let store = Store::open(&args.data_root.join("volumes"))?;
     let client = kube::Client::try_default().await?;
-    let issuer = CertificateRequests::new(
-        client,
-        store.clone(),
-        &args.node_id,
-        args.issuance_timeout,
-        crate::clock::system_clock(),
-    );
+    let clock = crate::clock::system_clock();
+    let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
+    tokio::spawn(collector.run());
+    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock);
     ready.set();
     tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);

@@ -419,6 +419,7 @@ fn pending_issuance_round_trips_private_and_0600() {
     let pending = Pending {
         request: "r-1".into(),
         private_key_pem: "KEY".into(),
+        since: "2026-11-27T12:00:00Z".parse().unwrap(),
     };
     store.put_pending("csi-0b9d", &pending).unwrap();
     assert_eq!(store.pending("csi-0b9d").unwrap(), Some(pending.clone()));
@@ -427,7 +428,10 @@ fn pending_issuance_round_trips_private_and_0600() {
         std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    assert_eq!(format!("{pending:?}"), "Pending { request: \"r-1\", .. }");
+    assert_eq!(
+        format!("{pending:?}"),
+        "Pending { request: \"r-1\", since: 2026-11-27T12:00:00Z, .. }"
+    );
     store.clear_pending("csi-0b9d").unwrap();
     store.clear_pending("csi-0b9d").unwrap();
     assert_eq!(store.pending("csi-0b9d").unwrap(), None);

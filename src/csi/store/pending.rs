@@ -23,6 +23,8 @@ pub struct Pending {
     pub request: String,
     /// The private key (PKCS#8 PEM) the request's CSR was signed with.
     pub private_key_pem: String,
+    /// When the issuance began: a volume pending for too long is collected (`csi::collect`).
+    pub since: jiff::Timestamp,
 }
 
 impl fmt::Debug for Pending {
@@ -30,6 +32,7 @@ impl fmt::Debug for Pending {
         // The key never reaches a log line.
         f.debug_struct("Pending")
             .field("request", &self.request)
+            .field("since", &self.since)
             .finish_non_exhaustive()
     }
 }

@@ -148,6 +148,7 @@ async fn a_resumed_volume_recreates_a_lost_request_and_reports_a_denial_on_the_p
     let pending = Pending {
         request: "r-1".into(),
         private_key_pem: key.to_pem(Encoding::Pkcs8).unwrap(),
+        since: "2026-11-27T11:59:00Z".parse().unwrap(),
     };
     s.store.put_pending("csi-0b9d", &pending).unwrap();
     let issuing = spawn_issue(&s, &publish);
