@@ -335,16 +335,37 @@ async fn a_denied_request_fails_the_publish_and_tells_the_pod() -> anyhow::Resul
     };
     let uid = env.pod("web-1").await?;
     let (channel, root) = env.plugin("plugin", WAIT).await?;
-    let published = tokio::spawn({
-        let mut node = NodeClient::new(channel);
-        let publish = env.publish("web-1", &uid, "csi-d1");
-        async move { node.node_publish_volume(publish).await }
-    });
-    let name = env.requests_of("csi-d1").await?[0]
+    let node = NodeClient::new(channel);
+    let publish = env.publish("web-1", &uid, "csi-d1");
+    let retry = |mut node: NodeClient<Channel>, publish: NodePublishVolumeRequest| {
+        tokio::spawn(async move { node.node_publish_volume(publish).await })
+    };
+    let first = retry(node.clone(), publish.clone());
+    let earlier = env.requests_of("csi-d1").await?[0]
         .metadata
         .name
         .clone()
         .expect("named");
+    objects::decide(env.client(), &env.ns, &earlier, false).await?;
+    assert_eq!(first.await?.expect_err("denied").code(), Code::FailedPrecondition);
+
+    // kubelet retries: a new request, and the denied one is deleted (one per volume).
+    let published = retry(node, publish);
+    let requests = env.requests();
+    let selector = format!("{VOLUME_ID_HASH}={}", hash_identifier("csi-d1"));
+    let name = eventually(WAIT, "the retry's own request, alone", || async {
+        let list = requests
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .ok()?;
+        let names: Vec<String> = list
+            .items
+            .iter()
+            .filter_map(|r| r.metadata.name.clone())
+            .collect();
+        (names.len() == 1 && names[0] != earlier).then(|| names[0].clone())
+    })
+    .await?;
     objects::decide(env.client(), &env.ns, &name, false).await?;
     let status = published.await?.expect_err("denied");
     assert_eq!(status.code(), Code::FailedPrecondition);
@@ -365,6 +386,7 @@ async fn a_denied_request_fails_the_publish_and_tells_the_pod() -> anyhow::Resul
         .into_iter()
         .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web-1"))
         .map(|e| (e.type_.unwrap_or_default(), e.note.unwrap_or_default()))
+        .filter(|(_, note)| note.contains(&name))
         .collect();
     assert_eq!(notes, [("Warning".to_string(), message)]);
     Ok(())

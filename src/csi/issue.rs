@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use tonic::{Code, Status};
 
@@ -173,6 +173,9 @@ impl CertificateRequests {
                 return Ok(());
             }
         }
+        if flight.new {
+            self.forget_earlier(api, publish).await;
+        }
         let spec = shape::certificate_spec(&publish.attributes);
         let key = flight.key.clone();
         let csr = self
@@ -184,6 +187,18 @@ impl CertificateRequests {
             .await
             .map_err(|source| IssueError::Create { request, source })?;
         Ok(())
+    }
+
+    /// Deletes the volume's earlier requests (denied, failed, or given up at the deadline and
+    /// collected) before a new issuance, as csi-lib keeps at most one per volume: kubelet
+    /// retries a failed Publish for as long as the pod lives, and each retry would otherwise
+    /// leave a request behind. A failure only leaves them for the pod's garbage collection.
+    async fn forget_earlier(&self, api: &Api<CertificateRequest>, publish: &Publish) {
+        let selector = shape::volume_selector(&self.node_id, &publish.volume_id);
+        let params = ListParams::default().labels(&selector);
+        if let Err(error) = api.delete_collection(&DeleteParams::background(), &params).await {
+            tracing::warn!(%error, volume = %publish.volume_id, "cannot delete the volume's earlier requests");
+        }
     }
 
     /// Submits and waits for the request's outcome (never [`Outcome::Waiting`]).

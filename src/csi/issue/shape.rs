@@ -36,6 +36,15 @@ pub fn hash_identifier(text: &str) -> String {
         .collect()
 }
 
+/// The label selector of the requests of volume `volume_id` on node `node_id`.
+pub fn volume_selector(node_id: &str, volume_id: &str) -> String {
+    format!(
+        "{NODE_ID_HASH}={},{VOLUME_ID_HASH}={}",
+        hash_identifier(node_id),
+        hash_identifier(volume_id)
+    )
+}
+
 /// A request's name from 16 random bytes, as a version 4 UUID (csi-lib names them so): a name
 /// per issuance, never one a retried create could collide with.
 pub fn request_name(random: [u8; 16]) -> String {

@@ -86,6 +86,18 @@ fn spawn_issue(scripted: &Scripted, publish: &Publish) -> tokio::task::JoinHandl
     tokio::spawn(async move { plugin.issue(&publish).await })
 }
 
+/// A new issuance first deletes the volume's earlier requests, by csi-lib's labels.
+async fn expect_earlier_deleted(handle: &mut ApiHandle) {
+    let (method, uri, _, send) = next(handle).await;
+    assert_eq!(method, Method::DELETE);
+    let selector =
+        "csi.cert-manager.io%2Fnode-id-hash%3D9bd6bbf5f%2Ccsi.cert-manager.io%2Fvolume-id-hash%3D6d5c58c744";
+    assert_eq!(uri, format!("{REQUESTS}?&labelSelector={selector}"));
+    let none = json!({"apiVersion": "cert-manager.io/v1", "kind": "CertificateRequestList",
+                      "metadata": {}, "items": []});
+    answer(send, StatusCode::OK, &none);
+}
+
 /// The watch's first list of the one request: its name in the field selector.
 async fn expect_list(handle: &mut ApiHandle, name: &str, item: Value) {
     let (method, uri, _, send) = next(handle).await;
@@ -105,6 +117,7 @@ async fn a_new_volume_creates_one_request_and_reads_it_through_its_watch() {
     s.store.put_metadata(&publish.metadata).unwrap();
     let issuing = spawn_issue(&s, &publish);
 
+    expect_earlier_deleted(&mut s.handle).await;
     let (method, uri, created, send) = next(&mut s.handle).await;
     assert_eq!((method, uri.as_str()), (Method::POST, &*format!("{REQUESTS}?")));
     let pending = s
@@ -202,6 +215,7 @@ async fn at_the_deadline_the_request_and_key_stay_for_the_next_publish() {
     s.store.put_metadata(&publish.metadata).unwrap();
     let issuing = spawn_issue(&s, &publish);
 
+    expect_earlier_deleted(&mut s.handle).await;
     let (_, _, created, send) = next(&mut s.handle).await;
     answer(send, StatusCode::CREATED, &created);
     let name = created["metadata"]["name"].as_str().unwrap().to_string();
