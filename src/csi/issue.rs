@@ -164,7 +164,11 @@ impl CertificateRequests {
     ) -> Result<(), IssueError> {
         let name = &flight.pending.request;
         let request = qualified(publish, name);
-        if !flight.new {
+        if flight.new {
+            self.forget_earlier(api, publish).await;
+        } else {
+            // Resumed: made by an earlier Publish, unless it stopped between the key and the
+            // create; then it is created now, with the same name and key.
             let found = api.get_opt(name).await.map_err(|source| IssueError::Read {
                 request: request.clone(),
                 source,
@@ -172,9 +176,6 @@ impl CertificateRequests {
             if found.is_some() {
                 return Ok(());
             }
-        }
-        if flight.new {
-            self.forget_earlier(api, publish).await;
         }
         let spec = shape::certificate_spec(&publish.attributes);
         let key = flight.key.clone();
@@ -229,7 +230,8 @@ impl CertificateRequests {
         let Ok(result) = tokio::time::timeout_at(deadline, work).await else {
             // The pending key and request stay: the next Publish resumes them.
             let pending = self.store.pending(&publish.volume_id).ok().flatten();
-            let name = pending.map(|p| p.request).unwrap_or_default();
+            // The deadline may pass while the key is still being made (a large RSA key).
+            let name = pending.map_or_else(|| "(not created yet)".to_string(), |p| p.request);
             return Err(IssueError::Deadline {
                 request: qualified(publish, &name),
                 waited: self.wait,
