@@ -193,3 +193,41 @@ pub async fn run(args: CsiArgs) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issuance_timeouts_stay_under_kubelets_limit() {
+        let cases = [
+            ("60s", Ok(Duration::from_secs(60))),
+            ("1s", Ok(Duration::from_secs(1))),
+            ("1m50s", Ok(Duration::from_secs(110))),
+            (
+                "2m",
+                Err("\"2m\" is not between 1s and 110s (kubelet waits 2m for a Publish)".to_string()),
+            ),
+            (
+                "500ms",
+                Err("\"500ms\" is not between 1s and 110s (kubelet waits 2m for a Publish)".to_string()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(wait_duration(text), want, "{text}");
+        }
+        assert!(wait_duration("soon").is_err());
+    }
+
+    #[test]
+    fn pending_max_ages_are_positive() {
+        let cases = [
+            ("1h", Ok(Duration::from_secs(3600))),
+            ("0s", Err("\"0s\" is not a positive duration".to_string())),
+            ("-1h", Err("\"-1h\" is not a positive duration".to_string())),
+        ];
+        for (text, want) in cases {
+            assert_eq!(max_age(text), want, "{text}");
+        }
+    }
+}
