@@ -108,6 +108,15 @@ fn csr_facts(publish: &Publish) -> (String, Vec<String>) {
     let subject = csr.certification_request_info.subject.to_string();
     let mut names = Vec::new();
     for extension in csr.requested_extensions().into_iter().flatten() {
+        if let ParsedExtension::KeyUsage(usage) = extension {
+            names.push(format!("KU:{usage}"));
+        }
+        if let ParsedExtension::ExtendedKeyUsage(eku) = extension {
+            names.push(format!(
+                "EKU:server={},client={}",
+                eku.server_auth, eku.client_auth
+            ));
+        }
         if let ParsedExtension::SubjectAlternativeName(san) = extension {
             for name in &san.general_names {
                 names.push(match name {
@@ -121,6 +130,9 @@ fn csr_facts(publish: &Publish) -> (String, Vec<String>) {
     }
     (subject, names)
 }
+
+/// cert-manager's usages when none are asked for, as x509-parser prints them.
+const DEFAULT_USAGES: &str = "KU:Digital Signature, Key Encipherment";
 
 #[test]
 fn csrs_parse_back_to_the_attributes() {
@@ -138,7 +150,7 @@ fn csrs_parse_back_to_the_attributes() {
                 (key::COMMON_NAME, "web"),
             ],
             "CN=web",
-            &["DNS:web-0.shop.svc"],
+            &["DNS:web-0.shop.svc", DEFAULT_USAGES],
         ),
         (
             "ip and uri",
@@ -147,7 +159,11 @@ fn csrs_parse_back_to_the_attributes() {
                 (key::URI_SANS, "spiffe://cluster/ns/shop/sa/web"),
             ],
             "",
-            &["IP:0a000001", "URI:spiffe://cluster/ns/shop/sa/web"],
+            &[
+                "IP:0a000001",
+                "URI:spiffe://cluster/ns/shop/sa/web",
+                DEFAULT_USAGES,
+            ],
         ),
         (
             "subject fields",
@@ -157,13 +173,28 @@ fn csrs_parse_back_to_the_attributes() {
                 (key::COUNTRIES, "NL"),
             ],
             "C=NL, O=Shop, CN=web",
-            &[],
+            &[DEFAULT_USAGES],
         ),
         (
             "literal subject",
             &[(key::LITERAL_SUBJECT, "CN=web,O=Shop")],
             "O=Shop, CN=web",
-            &[],
+            &[DEFAULT_USAGES],
+        ),
+        (
+            "a CA signs certificates",
+            &[(key::COMMON_NAME, "ca"), (key::IS_CA, "true")],
+            "CN=ca",
+            &["KU:Digital Signature, Key Encipherment, Key Cert Sign"],
+        ),
+        (
+            "usages asked for",
+            &[
+                (key::COMMON_NAME, "web"),
+                (key::KEY_USAGES, "digital signature,server auth,client auth"),
+            ],
+            "CN=web",
+            &["KU:Digital Signature", "EKU:server=true,client=true"],
         ),
     ];
     for (row, extra, subject, names) in cases {
