@@ -9,6 +9,7 @@ pub mod cfssl;
 pub mod cli;
 pub mod clock;
 pub mod controllers;
+pub mod crypto_pool;
 pub mod csi;
 pub mod manager;
 pub mod pki;

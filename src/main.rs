@@ -31,8 +31,9 @@ enum Command {
     Sign(cli::SignArgs),
     /// Mark Certificates for manual renewal, as `cmctl renew` (standalone mode).
     Renew(renew::RenewArgs),
-    /// Run the CSI node plugin (in progress: it checks volumes but does not issue yet, so it
-    /// refuses every Publish; see the README's Develop section).
+    /// Run the CSI node plugin (in progress: it issues each volume through a CertificateRequest
+    /// but cannot mount yet, so a Publish still fails at the mount; see the README's Develop
+    /// section).
     Csi(csi::server::CsiArgs),
 }
 

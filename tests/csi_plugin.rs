@@ -319,12 +319,25 @@ async fn a_failed_issuance_leaves_nothing_behind() {
     assert!(plugin.mounts.0.lock().unwrap().is_empty());
 }
 
+/// A kubeconfig naming an API server nobody listens on: the plugin starts (a client is
+/// built without a connection), and a Publish that reaches its request fails to create it.
+fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
+    let path = dir.join("kubeconfig");
+    let text = "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+        clusters: [{name: c, cluster: {server: \"http://127.0.0.1:9\"}}]\n\
+        users: [{name: u, user: {token: t}}]\n\
+        contexts: [{name: c, context: {cluster: c, user: u, namespace: default}}]\n";
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// The binary's `csi` subcommand serves on the socket its flags name.
 #[tokio::test]
 async fn the_subcommand_serves() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("plugin.sock");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cfssl-issuer"))
+        .env("KUBECONFIG", unreachable_kubeconfig(dir.path()))
         .arg("csi")
         .arg(format!("--endpoint=unix://{}", socket.display()))
         .arg("--node-id=node-7")
@@ -354,6 +367,13 @@ async fn the_subcommand_serves() {
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::Unavailable);
+    assert!(
+        status
+            .message()
+            .starts_with("volume csi-2: cannot create CertificateRequest shop/"),
+        "{}",
+        status.message()
+    );
     assert!(!dir.path().join("data/volumes/csi-2").exists());
     child.kill().await.unwrap();
 }

@@ -221,6 +221,18 @@ fn builtins() -> Vec<ResourceType> {
                 age(),
             ],
         ),
+        // Pods are stored, never run: what a CSI plugin's requests are owned by and its
+        // Events are about.
+        builtin(
+            "",
+            "v1",
+            "Pod",
+            "pods",
+            &["po"],
+            true,
+            true,
+            vec![path_column("Status", ".status.phase"), age()],
+        ),
         builtin(
             "",
             "v1",

@@ -1,8 +1,9 @@
 //! The CSI node plugin (`cfssl-issuer csi`): certificates as inline pod volumes.
 //!
 //! A pod asks for a key and certificate in its volume's attributes; the plugin checks them
-//! (`attributes`), answers kubelet's gRPC calls (`identity`, `node`) and keeps each volume's
-//! files in a store (`store`). It uses `pki`, `certificates` and `api`, never a controller.
+//! (`attributes`), answers kubelet's gRPC calls (`identity`, `node`), has the certificate
+//! issued through a CertificateRequest (`issue`), keeps each volume's files in a store
+//! (`store`) and collects volumes whose issuance never finished (`collect`). It uses `pki`, `certificates` and `api`, never a controller.
 
 /// The code generated from `proto/csi.proto` (package `csi.v1`).
 #[allow(
@@ -16,7 +17,9 @@ pub mod proto {
 }
 
 pub mod attributes;
+pub mod collect;
 pub mod identity;
+pub mod issue;
 pub mod node;
 pub mod server;
 pub mod store;

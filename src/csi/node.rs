@@ -38,7 +38,9 @@ impl std::fmt::Debug for Issued {
 }
 
 /// What gets a volume its certificate: a CertificateRequest in the pod's namespace in the
-/// plugin, a fake in tests. An error is the Publish's answer as it is.
+/// plugin, a fake in tests. An error is the Publish's answer as it is; DEADLINE_EXCEEDED
+/// says the issuance is still in flight and the retried Publish resumes it (see
+/// [`decide::keep_after`]).
 pub trait Issue: Send + Sync + 'static {
     fn issue(&self, publish: &Publish) -> impl Future<Output = Result<Issued, Status>> + Send;
 }
@@ -76,7 +78,8 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
     }
 
     /// Issues and writes a volume the store does not hold issued; on failure, nothing of it
-    /// is left (kubelet never unpublishes a volume whose Publish failed).
+    /// is left (kubelet never unpublishes a volume whose Publish failed), unless the issuance
+    /// is still in flight and kubelet's retry resumes it.
     async fn issue_and_write(&self, publish: &Publish) -> Result<(), Status> {
         let id = &publish.volume_id;
         self.store.put_metadata(&publish.metadata).map_err(internal)?;
@@ -90,7 +93,9 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             self.store.put_metadata(&metadata).map_err(internal)
         };
         if let Err(status) = written.await {
-            let _ = self.store.remove(id);
+            if !decide::keep_after(status.code()) {
+                let _ = self.store.remove(id);
+            }
             return Err(status);
         }
         Ok(())

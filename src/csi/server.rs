@@ -6,11 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio::net::UnixListener;
-use tonic::Status;
+use std::time::Duration;
 
+use tokio::net::UnixListener;
+
+use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
-use super::node::{Issue, Issued, NodeService, Publish};
+use super::issue::CertificateRequests;
+use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
 use super::store::{Mounter, Store, StoreError};
@@ -30,6 +33,42 @@ pub struct CsiArgs {
     /// The CSI driver name (the CSIDriver object's, and a pod's `csi.driver`).
     #[arg(long, default_value = DRIVER_NAME)]
     pub driver_name: String,
+    /// How long a Publish waits for its CertificateRequest to be approved and issued (a Go
+    /// duration). Below kubelet's 2-minute limit on a CSI call, so the plugin answers
+    /// DEADLINE_EXCEEDED itself and kubelet's retry resumes the same request and key.
+    #[arg(long, default_value = "60s", value_parser = wait_duration)]
+    pub issuance_timeout: Duration,
+    /// How long a volume may wait for its first certificate (its request never approved or
+    /// issued) before its request and store entry are collected; the pod's next Publish then
+    /// asks again. A volume whose pod is gone is collected at the next pass (every 5m).
+    #[arg(long, default_value = "1h", value_parser = max_age)]
+    pub pending_max_age: Duration,
+}
+
+/// A positive Go duration.
+fn max_age(text: &str) -> Result<Duration, String> {
+    let parsed = crate::certificates::go::parse_go_duration(text).map_err(|e| e.to_string())?;
+    Duration::try_from(parsed)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a positive duration"))
+}
+
+/// The longest `--issuance-timeout`: kubelet gives up on a CSI call after 2 minutes, and an
+/// answer it no longer waits for is lost.
+pub const MAX_ISSUANCE_TIMEOUT: Duration = Duration::from_secs(110);
+
+/// A Go duration between 1 s and [`MAX_ISSUANCE_TIMEOUT`].
+pub fn wait_duration(text: &str) -> Result<Duration, String> {
+    let parsed = crate::certificates::go::parse_go_duration(text).map_err(|e| e.to_string())?;
+    let wait = Duration::try_from(parsed).map_err(|_| format!("{text:?} is negative"))?;
+    if wait < Duration::from_secs(1) || wait > MAX_ISSUANCE_TIMEOUT {
+        return Err(format!(
+            "{text:?} is not between 1s and {}s (kubelet waits 2m for a Publish)",
+            MAX_ISSUANCE_TIMEOUT.as_secs()
+        ));
+    }
+    Ok(wait)
 }
 
 /// Why the plugin cannot start.
@@ -43,6 +82,8 @@ pub enum ServeError {
     Store(#[from] StoreError),
     #[error("gRPC server: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error("no Kubernetes client (in-cluster or KUBECONFIG): {0}")]
+    Kube(#[from] kube::Error),
 }
 
 /// The socket path of `unix:///abs/path` (or `unix://rel/path`, as csi-driver's chart
@@ -89,20 +130,8 @@ pub async fn serve<I: Issue, M: Mounter>(
     Ok(())
 }
 
-/// Issuance through CertificateRequests is the next step of the plugin: until it lands, a
-/// Publish that passes every check is refused, and says so.
-pub struct NotYetIssuing;
-
-impl Issue for NotYetIssuing {
-    async fn issue(&self, publish: &Publish) -> Result<Issued, Status> {
-        Err(Status::unavailable(format!(
-            "volume {}: this build of the plugin checks volumes but cannot issue yet",
-            publish.volume_id
-        )))
-    }
-}
-
-/// Real mounts (tmpfs, read-only binds) come with issuance; this mounter mounts nothing.
+/// Real mounts (tmpfs, read-only binds) come next; this mounter mounts nothing, so a Publish
+/// issues and writes the volume, then fails at the mount.
 pub struct NoMounts;
 
 impl Mounter for NoMounts {
@@ -142,10 +171,15 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let listener = listen(&path)?;
     let ready = Ready::default();
     let store = Store::open(&args.data_root.join("volumes"))?;
+    let client = kube::Client::try_default().await?;
+    let clock = crate::clock::system_clock();
+    let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
+    tokio::spawn(collector.run());
+    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock);
     ready.set();
     tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(NotYetIssuing));
+    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer));
     serve(listener, identity, node, terminated()).await
 }
 
@@ -156,6 +190,44 @@ pub async fn run(args: CsiArgs) -> ExitCode {
         Err(err) => {
             tracing::error!("{err}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issuance_timeouts_stay_under_kubelets_limit() {
+        let cases = [
+            ("60s", Ok(Duration::from_secs(60))),
+            ("1s", Ok(Duration::from_secs(1))),
+            ("1m50s", Ok(Duration::from_secs(110))),
+            (
+                "2m",
+                Err("\"2m\" is not between 1s and 110s (kubelet waits 2m for a Publish)".to_string()),
+            ),
+            (
+                "500ms",
+                Err("\"500ms\" is not between 1s and 110s (kubelet waits 2m for a Publish)".to_string()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(wait_duration(text), want, "{text}");
+        }
+        assert!(wait_duration("soon").is_err());
+    }
+
+    #[test]
+    fn pending_max_ages_are_positive() {
+        let cases = [
+            ("1h", Ok(Duration::from_secs(3600))),
+            ("0s", Err("\"0s\" is not a positive duration".to_string())),
+            ("-1h", Err("\"-1h\" is not a positive duration".to_string())),
+        ];
+        for (text, want) in cases {
+            assert_eq!(max_age(text), want, "{text}");
         }
     }
 }

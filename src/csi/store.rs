@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! <root>/<volume id>/metadata.json          csi-lib's fields; never a service-account token
+//! <root>/<volume id>/pending.json           an issuance in flight: request name and key (0600)
 //! <root>/<volume id>/data/..2026_11_27_...   the files of one issuance (0440)
 //! <root>/<volume id>/data/..data            -> the current one, swapped by rename
 //! <root>/<volume id>/data/tls.crt           -> ..data/tls.crt
@@ -13,12 +14,14 @@
 
 mod atomic;
 mod metadata;
+mod pending;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 pub use atomic::{DATA_LINK, File};
 pub use metadata::{Metadata, TOKENS_KEY};
+pub use pending::Pending;
 
 /// How a volume's data directory reaches kubelet's target. The real one (tmpfs, read-only
 /// bind mounts, `/proc/self/mountinfo`) is the node's; tests use a fake.

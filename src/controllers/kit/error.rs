@@ -28,7 +28,7 @@ pub enum Error {
     Crypto {
         object: String,
         #[source]
-        source: super::crypto::CryptoError,
+        source: crate::crypto_pool::CryptoError,
     },
 }
 

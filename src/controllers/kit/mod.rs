@@ -4,12 +4,12 @@
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
 //! indexes kept beside their stores ([`index`]), the Secret metadata feed ([`secrets`]), object
 //! sizes ([`size`]), tenants' fair shares of the reconcile slots ([`shares`]), the served
-//! namespaces and their watches ([`scope`]), the issuance budget's rate ([`rate`]) and the
-//! pool expensive crypto runs on ([`crypto`]). It uses nothing else of `controllers`.
+//! namespaces and their watches ([`scope`]) and the issuance budget's rate ([`rate`]). The pool
+//! expensive crypto runs on is `crate::crypto_pool` (the CSI plugin uses it too). It uses
+//! nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
-pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod index;

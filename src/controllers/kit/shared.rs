@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use super::config::Config;
-use super::crypto::CryptoPool;
 use super::status::schema::StatusSchemas;
 use crate::clock::Clock;
+use crate::crypto_pool::CryptoPool;
 use crate::telemetry::Metrics;
 use k8s_openapi::jiff::Timestamp;
 

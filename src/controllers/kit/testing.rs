@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use super::crypto::CryptoPool;
 use super::status::schema::StatusSchemas;
 use super::{Config, Shared};
 use crate::clock::system_clock;
+use crate::crypto_pool::CryptoPool;
 use crate::telemetry::Metrics;
 
 /// A client whose requests go nowhere (a tower-test mock nobody answers).

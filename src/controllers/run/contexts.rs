@@ -11,10 +11,10 @@ use crate::clock::Clock;
 use crate::controllers::certificaterequest::RequestContext;
 use crate::controllers::csr::CsrContext;
 use crate::controllers::issuer::IssuerContext;
-use crate::controllers::kit::crypto::CryptoPool;
 use crate::controllers::kit::status::schema::StatusSchemas;
 use crate::controllers::kit::{Config, Shared};
 use crate::controllers::signing::{Issuers, Recheck, Signer};
+use crate::crypto_pool::CryptoPool;
 use crate::telemetry::Metrics;
 
 /// The contexts of the issuer controllers, the request controller and the CSR controller.

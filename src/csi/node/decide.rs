@@ -149,3 +149,11 @@ pub fn unpublish(request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
     }
     Ok(())
 }
+
+/// Whether a volume whose issuance failed with `code` stays in the store: only one whose
+/// request is still in flight (DEADLINE_EXCEEDED), so kubelet's retry resumes the same request
+/// and key; after any other failure nothing of a volume is left, since kubelet never
+/// unpublishes a volume whose Publish failed.
+pub fn keep_after(code: Code) -> bool {
+    code == Code::DeadlineExceeded
+}

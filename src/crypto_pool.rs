@@ -28,7 +28,8 @@ pub enum CryptoError {
     Panicked(#[source] tokio::task::JoinError),
 }
 
-/// The bounded pool for expensive crypto; one per manager, in [`super::Shared`].
+/// The bounded pool for expensive crypto; one per process (the manager's in its controllers'
+/// shared context, the CSI plugin's in its issuer).
 #[derive(Debug)]
 pub struct CryptoPool {
     slots: Arc<Semaphore>,

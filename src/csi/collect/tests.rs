@@ -1,0 +1,145 @@
+use super::*;
+
+#[test]
+fn verdicts() {
+    let at = |t: &str| t.parse::<Timestamp>().unwrap();
+    let now = at("2026-11-27T12:00:00Z");
+    let hour = SignedDuration::from_hours(1);
+    let cases = [
+        (
+            "pod gone, young",
+            PodState::Gone,
+            Some(at("2026-11-27T11:59:00Z")),
+            Verdict::PodGone,
+        ),
+        ("pod gone, no key yet", PodState::Gone, None, Verdict::PodGone),
+        (
+            "pod there, young",
+            PodState::Present,
+            Some(at("2026-11-27T11:30:00Z")),
+            Verdict::Keep,
+        ),
+        (
+            "pod there, exactly the limit",
+            PodState::Present,
+            Some(at("2026-11-27T11:00:00Z")),
+            Verdict::Keep,
+        ),
+        (
+            "pod there, too old",
+            PodState::Present,
+            Some(at("2026-11-27T10:59:59Z")),
+            Verdict::TooOld,
+        ),
+        ("pod there, no key yet", PodState::Present, None, Verdict::Keep),
+        (
+            "pod unknown, young",
+            PodState::Unknown,
+            Some(at("2026-11-27T11:30:00Z")),
+            Verdict::Keep,
+        ),
+        (
+            "pod unknown, too old",
+            PodState::Unknown,
+            Some(at("2026-11-27T10:00:00Z")),
+            Verdict::TooOld,
+        ),
+    ];
+    for (row, pod, since, want) in cases {
+        assert_eq!(verdict(pod, since, now, hour), want, "{row}");
+    }
+}
+
+mod io {
+    use std::collections::BTreeMap;
+
+    use http::{Method, Request, Response, StatusCode};
+    use kube::client::Body;
+    use serde_json::{Value, json};
+
+    use super::super::*;
+    use crate::csi::attributes::kubelet;
+
+    fn answer(send: tower_test::mock::SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
+        let body = Body::from(serde_json::to_vec(body).unwrap());
+        send.send_response(Response::builder().status(status).body(body).unwrap());
+    }
+
+    /// A volume pending since `since`, for pod `pod` (UID `0b9d`).
+    fn pending_volume(store: &Store, id: &str, pod: &str, since: &str) {
+        let context: BTreeMap<String, String> = crate::csi::testing::pod_context(&[(kubelet::POD_NAME, pod)]);
+        store
+            .put_metadata(&Metadata::new(id, "/target", &context))
+            .unwrap();
+        let pending = Pending {
+            request: format!("r-{id}"),
+            private_key_pem: "KEY".into(),
+            since: since.parse().unwrap(),
+        };
+        store.put_pending(id, &pending).unwrap();
+    }
+
+    /// One pod gone (its volume's request deleted, then the volume), one there (kept): every
+    /// call in order, and nothing else.
+    #[tokio::test]
+    async fn a_pass_looks_up_each_pending_pod_and_deletes_only_the_orphans_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        pending_volume(&store, "csi-a", "web-0", "2026-11-27T11:59:00Z");
+        pending_volume(&store, "csi-b", "web-1", "2026-11-27T11:59:00Z");
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = kube::Client::new(service, "default");
+        let now = "2026-11-27T12:00:00Z".parse().unwrap();
+        let collector = Collector::new(
+            client,
+            store.clone(),
+            Duration::from_secs(3600),
+            crate::clock::fixed_clock(now),
+        );
+        let pass = tokio::spawn(async move { collector.pass().await.map_err(|e| e.to_string()) });
+
+        let mut next = async || {
+            let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
+                .await
+                .unwrap()
+                .unwrap();
+            ((request.method().clone(), request.uri().to_string()), send)
+        };
+        let (call, send) = next().await;
+        assert_eq!(
+            call,
+            (Method::GET, "/api/v1/namespaces/shop/pods/web-0".to_string())
+        );
+        answer(
+            send,
+            StatusCode::NOT_FOUND,
+            &json!({"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"}),
+        );
+        let (call, send) = next().await;
+        assert_eq!(
+            call,
+            (
+                Method::DELETE,
+                "/apis/cert-manager.io/v1/namespaces/shop/certificaterequests/r-csi-a?".to_string()
+            )
+        );
+        answer(
+            send,
+            StatusCode::OK,
+            &json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}),
+        );
+        let (call, send) = next().await;
+        assert_eq!(
+            call,
+            (Method::GET, "/api/v1/namespaces/shop/pods/web-1".to_string())
+        );
+        let found = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                           "metadata": {"name": "web-1", "namespace": "shop", "uid": "0b9d"}});
+        answer(send, StatusCode::OK, &found);
+
+        let collected = pass.await.unwrap().unwrap();
+        assert_eq!(collected, [("csi-a".to_string(), Verdict::PodGone)]);
+        assert_eq!(store.volume_ids().unwrap(), ["csi-b"]);
+        assert!(handle.next_request().await.is_none(), "no further call");
+    }
+}
