@@ -48,7 +48,7 @@ test: lint ## Lint, then every test: unit, CFSSL conformance (multirootca + simp
 	$(CARGO) test --workspace --no-fail-fast
 
 .PHONY: real-peers
-real-peers: ## Build kube-apiserver, etcd, cert-manager's controller and CFSSL from their Go modules (needs Go)
+real-peers: ## Build kube-apiserver, etcd, cert-manager's controller, CFSSL and csi-sanity from their Go modules (needs Go)
 	./scripts/real-peers.sh build
 
 .PHONY: e2e-real

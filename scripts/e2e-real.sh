@@ -2,7 +2,9 @@
 # `make e2e-real`: the e2e scenarios that depend on Kubernetes semantics, each against a real
 # etcd and kube-apiserver of its own, and cert-manager's own controller driving this issuer,
 # all built from their Go modules by scripts/real-peers.sh. The suite's multirootca scenarios
-# run a current CFSSL (the one built there) instead of Debian's 2016 build.
+# run a current CFSSL (the one built there) instead of Debian's 2016 build. Then csi-sanity,
+# built there too, checks the CSI node plugin's Identity and Node answers
+# (scripts/csi-sanity.sh).
 #
 # Needs Go 1.26 or later with the module proxy, the Rust toolchain, openssl and kubectl.
 set -euo pipefail
@@ -36,5 +38,10 @@ echo "e2e-real: peers in $peers; multirootca: $(command -v multirootca)" >&2
 cargo build --workspace --bins
 args=()
 for suite in "${SUITES[@]}"; do args+=(--test "$suite"); done
+# The suites and csi-sanity each run whatever the other's result, so one failure does not
+# hide the other's; either fails the script.
+status=0
 # Each scenario runs an etcd and a kube-apiserver: two at a time on a small machine.
-cargo test --workspace --no-fail-fast "${args[@]}" -- --test-threads="${E2E_REAL_THREADS:-2}"
+cargo test --workspace --no-fail-fast "${args[@]}" -- --test-threads="${E2E_REAL_THREADS:-2}" || status=$?
+./scripts/csi-sanity.sh || status=$?
+exit "$status"

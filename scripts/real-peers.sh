@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real peers `make e2e-real` runs against, from their Go modules through the module
 # proxy (no release downloads, no source committed here): kube-apiserver, etcd, cert-manager's
-# controller (our main around its controller packages, scripts/real-peers/cert-manager) and a
-# current CFSSL multirootca. Each binary lands in $REAL_PEERS_DIR (outside target/) under a
+# controller (our main around its controller packages, scripts/real-peers/cert-manager), a
+# current CFSSL multirootca and kubernetes-csi's conformance tool csi-sanity. Each binary lands in $REAL_PEERS_DIR (outside target/) under a
 # name carrying its version, and is built once: a second run only prints the directory.
 #
 #   scripts/real-peers.sh [build]   build what is missing, print the directory of bin/ links
@@ -15,6 +15,7 @@ KUBERNETES_VERSION=v1.35.4
 ETCD_VERSION=v3.6.16
 CERT_MANAGER_VERSION=v1.21.2
 CFSSL_VERSION=v1.6.5
+CSI_TEST_VERSION=v5.6.0
 
 REAL_PEERS_DIR=${REAL_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cfssl-issuer/real-peers}
 WORK=$REAL_PEERS_DIR/modules
@@ -95,8 +96,18 @@ build_cfssl() {
   done
 }
 
+# csi-sanity checks the CSI node plugin against the spec's own Go bindings
+# (scripts/csi-sanity.sh): our proto/csi.proto is hand-written, and a wrong field number
+# would still pass a Rust client generated from the same file.
+build_csi_sanity() {
+  local out=$REAL_PEERS_DIR/csi-sanity-$CSI_TEST_VERSION
+  [ -x "$out" ] && return
+  local dir; dir=$(module csi-sanity "github.com/kubernetes-csi/csi-test/v5@$CSI_TEST_VERSION")
+  timed_build csi-sanity "$out" "$dir" github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+}
+
 # Stable names for the harness: bin/etcd, bin/kube-apiserver, bin/multirootca, bin/cfssl,
-# bin/cert-manager-controller and bin/cert-manager-crds.yaml.
+# bin/cert-manager-controller, bin/cert-manager-crds.yaml and bin/csi-sanity.
 link() {
   mkdir -p "$REAL_PEERS_DIR/bin"
   ln -sf "../etcd-$ETCD_VERSION" "$REAL_PEERS_DIR/bin/etcd"
@@ -105,6 +116,7 @@ link() {
   ln -sf "../cfssl-$CFSSL_VERSION" "$REAL_PEERS_DIR/bin/cfssl"
   ln -sf "../cert-manager-controller-$CERT_MANAGER_VERSION" "$REAL_PEERS_DIR/bin/cert-manager-controller"
   ln -sf "../cert-manager-crds-$CERT_MANAGER_VERSION.yaml" "$REAL_PEERS_DIR/bin/cert-manager-crds.yaml"
+  ln -sf "../csi-sanity-$CSI_TEST_VERSION" "$REAL_PEERS_DIR/bin/csi-sanity"
 }
 
 case "${1:-build}" in
@@ -112,7 +124,7 @@ case "${1:-build}" in
   build)
     command -v go >/dev/null || { echo "real-peers: needs Go 1.26 or later (go not found)" >&2; exit 1; }
     mkdir -p "$REAL_PEERS_DIR"
-    for peer in ${REAL_PEERS:-etcd kube_apiserver cfssl cert_manager}; do "build_$peer"; done
+    for peer in ${REAL_PEERS:-etcd kube_apiserver cfssl cert_manager csi_sanity}; do "build_$peer"; done
     link
     echo "$REAL_PEERS_DIR/bin"
     ;;
