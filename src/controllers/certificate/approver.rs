@@ -31,6 +31,8 @@ use crate::controllers::kit::plan::{self, Next, Plan, Target, requeue};
 use crate::controllers::kit::status::{self, FieldManager};
 use crate::pki::keys::Key;
 
+pub mod volume;
+
 /// The reason and message of the approval.
 pub const REASON: &str = "cfssl-issuer.wikimedia.org";
 pub const MESSAGE: &str = "Certificate request has been approved by cfssl-issuer (standalone mode)";
