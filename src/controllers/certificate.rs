@@ -59,6 +59,8 @@ pub struct CertificateContext {
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
     pub indexes: Indexes,
     pub events: Events,
+    /// The approver's last Event on each CSI volume's request it left unapproved.
+    pub volume_notes: approver::volume::Said,
     backoff: Backoff<String>,
     acted: Acted,
     created: Created,
@@ -184,6 +186,7 @@ impl CertificateContext {
             secrets,
             secret_names: SecretIndex::default(),
             indexes,
+            volume_notes: approver::volume::Said::default(),
             backoff: backoff::per_object(),
             acted: Acted::default(),
             created: Created::default(),

@@ -298,3 +298,5 @@ fn said_remembers_the_last_message_per_request() {
     said.set("uid-1", "b".into());
     assert_eq!((said.get("uid-1"), said.get("uid-2")), (Some("b".into()), None));
 }
+
+mod io;
