@@ -88,6 +88,9 @@ fn invalid_attributes_are_found_with_their_problems() {
     assert!(message.contains(key::IS_CA), "{message}");
 }
 
+/// A case: why, what changes in the request, the fields named.
+type Row<'a> = (&'a str, &'a dyn Fn(&mut CertificateRequest), &'a [&'a str]);
+
 /// The plugin's own request matches; each field a forger changes is named.
 #[test]
 fn request_differs_table() {
@@ -118,7 +121,7 @@ fn request_differs_table() {
     };
     let set_dns = |r: &mut CertificateRequest| r.spec.request = other_dns.clone();
     let set_key = |r: &mut CertificateRequest| r.spec.request = rsa.clone();
-    let rows: [(&str, &dyn Fn(&mut CertificateRequest), &[&str]); 8] = [
+    let rows: [Row; 8] = [
         ("the plugin's own", &|_| {}, &[]),
         ("another DNS name", &set_dns, &["spec.dnsNames"]),
         ("another key algorithm", &set_key, &["spec.privateKey"]),

@@ -44,6 +44,10 @@ fn with_volume_attributes(mut pod: Pod, pairs: &[(&str, &str)]) -> Pod {
     pod
 }
 
+type Edit<T> = &'static dyn Fn(&mut T);
+/// A case: why, what changes in the request and in the Pod, the check that fails.
+type Row = (&'static str, Edit<CertificateRequest>, Edit<Pod>, Option<Failed>);
+
 /// Every check, in order, failing alone; and the plugin's own request passing.
 #[test]
 fn verdict_table() {
@@ -56,8 +60,7 @@ fn verdict_table() {
     )
     .expect_err("invalid")
     .to_string();
-    type Edit<T> = &'static dyn Fn(&mut T);
-    let rows: [(&str, Edit<CertificateRequest>, Edit<Pod>, Option<Failed>); 17] = [
+    let rows: [Row; 17] = [
         ("the plugin's own", &|_| {}, &|_| {}, None),
         (
             "no owner",
@@ -72,7 +75,7 @@ fn verdict_table() {
                     .owner_references
                     .as_mut()
                     .unwrap()
-                    .push(owner("Pod", "web-1", "0b9e"))
+                    .push(owner("Pod", "web-1", "0b9e"));
             },
             &|_| {},
             Some(Failed::Owner),

@@ -30,7 +30,7 @@ fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
         config: Config::new("cfssl-system"),
         clock: crate::clock::fixed_clock(now),
         metrics: Arc::default(),
-        status_schemas: Default::default(),
+        status_schemas: crate::controllers::kit::status::schema::StatusSchemas::default(),
         crypto: crate::crypto_pool::CryptoPool::new(2),
     });
     let settings = Settings {
@@ -40,7 +40,7 @@ fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
         cert_manager_lease_namespace: "cert-manager".into(),
         owner_reference: false,
         copied_annotation_prefixes: Vec::new(),
-        renewal_jitter: Default::default(),
+        renewal_jitter: crate::certificates::renewal::Jitter::default(),
     };
     let stores = (
         kube::runtime::reflector::store().0,
