@@ -4,21 +4,18 @@
 //! real Pod's volume gets its files, and requests forged to look like the plugin's (its
 //! labels, the Pod as owner) are left unapproved with one Event saying why.
 
+mod csi;
+
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
-use cfssl_issuer::csi::identity::{DRIVER_NAME, IdentityService, Ready};
-use cfssl_issuer::csi::issue::CertificateRequests;
+use cfssl_issuer::csi::identity::DRIVER_NAME;
 use cfssl_issuer::csi::issue::shape::{NODE_ID_HASH, VOLUME_ID_HASH, hash_identifier};
-use cfssl_issuer::csi::node::NodeService;
 use cfssl_issuer::csi::proto::node_client::NodeClient;
 use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
 use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, VolumeCapability};
-use cfssl_issuer::csi::server::{listen, serve};
-use cfssl_issuer::csi::store::{Mounter, Store};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::rbac::{self, Grants};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually};
@@ -27,32 +24,16 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use sha2::{Digest, Sha256};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
-const GROUP: &str = "cfssl-issuer.wikimedia.org";
+use csi::{GROUP, Plugin};
+
 const WAIT: Duration = Duration::from_secs(60);
 const NODE: &str = "node-1";
 const PLUGIN_USER: &str = "csi-node-1";
 const MANAGER_USER: &str = "manager";
 /// A finalizer of the forger's, keeping a request from the garbage collector.
 const KEEP: &str = "example.com/keep";
-
-#[derive(Default)]
-struct FakeMounts(Mutex<Vec<PathBuf>>);
-
-impl Mounter for FakeMounts {
-    fn mount(&self, _: &Path, target: &Path) -> std::io::Result<()> {
-        self.0.lock().expect("mounts").push(target.to_path_buf());
-        Ok(())
-    }
-    fn unmount(&self, target: &Path) -> std::io::Result<()> {
-        self.0.lock().expect("mounts").retain(|t| t != target);
-        Ok(())
-    }
-    fn is_mounted(&self, target: &Path) -> std::io::Result<bool> {
-        Ok(self.0.lock().expect("mounts").iter().any(|t| t == target))
-    }
-}
 
 /// kubelet's inline volume ID, computed here apart from the code under test: `csi-` and the
 /// hex SHA-256 of the pod's UID and the volume's name (`makeVolumeHandle`, kubernetes'
@@ -148,24 +129,14 @@ impl Env {
     }
 
     async fn plugin(&self) -> anyhow::Result<(Channel, PathBuf)> {
-        let server = self.cluster.server().expect("in-process server");
-        let kubeconfig = self.dir.path().join("plugin.kubeconfig");
-        server.add_user(PLUGIN_USER, &kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(&kubeconfig)?,
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await?;
-        let client = kube::Client::try_from(config)?;
-        let root = self.dir.path().join("volumes");
-        let store = Store::open(&root)?;
-        let clock = cfssl_issuer::clock::system_clock();
-        let issuer = CertificateRequests::new(client, store.clone(), NODE, WAIT, clock);
-        let node = NodeService::new(NODE, store, Arc::new(FakeMounts::default()), Arc::new(issuer));
-        let socket = self.dir.path().join("plugin.sock");
-        let identity = IdentityService::new(GROUP, Ready::default());
-        tokio::spawn(serve(listen(&socket)?, identity, node, std::future::pending()));
-        Ok((connect(socket).await?, root))
+        let plugin = Plugin {
+            server: self.cluster.server().expect("in-process server"),
+            dir: self.dir.path(),
+            name: "plugin",
+            user: PLUGIN_USER,
+            node: NODE,
+        };
+        plugin.start(WAIT).await
     }
 
     /// kubelet's Publish of volume `tls` of pod `pod`: the attributes with its pod info.
@@ -256,18 +227,6 @@ async fn warnings(events: &Api<Event>, name: &str) -> Vec<(String, String)> {
         .filter(|e| e.type_.as_deref() == Some("Warning"))
         .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
         .collect()
-}
-
-async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
-    Ok(Endpoint::try_from("http://localhost")?
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let socket = socket.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
-        .await?)
 }
 
 /// A copy of the plugin's `genuine` request under `name`, with `csr` and `owner_uid`.
