@@ -52,6 +52,9 @@ pub enum Failed {
     IssuerKind(String),
 }
 
+/// The judgement: approve (`Ok`), or the check that failed.
+pub type Verdict = Result<(), Failed>;
+
 /// Whether `cr` is the plugin's kind of request, for this judgement: undecided, for one of our
 /// issuers, and claiming a Pod or carrying csi-lib's labels (a request with neither is no
 /// business of the approver).
@@ -76,7 +79,7 @@ pub fn pod_name(cr: &CertificateRequest) -> Option<&str> {
 
 /// Whether `cr` is what the CSI plugin asks for a volume of `pod` (the live Pod its owner
 /// reference names, `None` when there is none): the checks in order, the first failure named.
-pub fn verdict(cr: &CertificateRequest, pod: Option<&Pod>) -> Result<(), Failed> {
+pub fn verdict(cr: &CertificateRequest, pod: Option<&Pod>) -> Verdict {
     if let Some(Err(kind)) = IssuerKind::for_issuer_ref(&cr.spec.issuer_ref) {
         return Err(Failed::IssuerKind(kind));
     }
@@ -124,7 +127,7 @@ fn scheduled<'a>(pod: &'a Pod, name: &str) -> Result<&'a str, Failed> {
 /// The approver's plan for the verdict on a volume's request; `said` is the message of the
 /// Event published on it before, if any: a failure already told is not told again on every
 /// reconcile (each status write on the request brings it back).
-pub fn decide(verdict: Result<(), Failed>, said: Option<&str>, now: Timestamp) -> Plan<()> {
+pub fn decide(verdict: Verdict, said: Option<&str>, now: Timestamp) -> Plan<()> {
     match verdict {
         // As for a Certificate's request: the condition, and the Normal Event cert-manager's
         // approver records.
