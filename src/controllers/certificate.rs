@@ -6,7 +6,8 @@
 //! - [`trigger`] sets `Issuing=True` when the Secret needs a new certificate (the policy chain);
 //! - [`keymanager`] keeps the next private key in a Secret of its own while issuing;
 //! - [`requestmanager`] creates one CertificateRequest per revision from that key;
-//! - [`approver`] approves the requests they create (no cert-manager approver runs);
+//! - [`approver`] approves the requests they create (no cert-manager approver runs), and the CSI
+//!   plugin's requests their Pods' volumes confirm;
 //! - [`issuing`] writes the signed certificate into the Secret and ends the issuance;
 //! - [`readiness`] writes `Ready`, `notBefore`, `notAfter` and `renewalTime`;
 //! - [`revisionmanager`] deletes requests beyond `revisionHistoryLimit`.

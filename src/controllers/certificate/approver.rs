@@ -9,6 +9,9 @@
 //! left unapproved, never denied: another approver (approver-policy) may still act on it, and a
 //! denial is final. A request that claims a Certificate but fails the check gets one Warning
 //! Event saying why.
+//!
+//! A request that claims no Certificate but looks like the CSI plugin's (a Pod owner, csi-lib's
+//! labels) is judged by [`volume`], on the live Pod it names.
 
 use std::sync::Arc;
 
