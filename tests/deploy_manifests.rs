@@ -466,6 +466,7 @@ fn certificate_controller_grants(lease_namespace: &str) -> BTreeSet<Grant> {
             ("cert-manager.io", &["certificates/finalizers"], &["update"]),
             ("cert-manager.io", &["certificaterequests"], &["create", "delete"]),
             ("", &["secrets"], &["create", "update", "patch", "delete"]),
+            ("", &["pods"], &["get"]),
         ],
     );
     let named = |scope: &str, group: &str, resource: &str, verb: &str, object: &str| {

@@ -3,55 +3,35 @@
 //! this process on a temporary unix socket and is driven over gRPC as kubelet drives it; its
 //! mounts are a fake (real mounts are not built yet). The test plays the approver.
 
+mod csi;
+
 use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use cfssl_issuer::csi::collect::{Collector, Verdict};
-use cfssl_issuer::csi::identity::{IdentityService, Ready};
-use cfssl_issuer::csi::issue::CertificateRequests;
 use cfssl_issuer::csi::issue::shape::{VOLUME_ID_HASH, hash_identifier};
-use cfssl_issuer::csi::node::NodeService;
 use cfssl_issuer::csi::proto::node_client::NodeClient;
 use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
 use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, NodeUnpublishVolumeRequest, VolumeCapability};
-use cfssl_issuer::csi::server::{listen, serve};
-use cfssl_issuer::csi::store::{Mounter, Store};
+use cfssl_issuer::csi::store::Store;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually, openssl_verify};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, PostParams};
 use tonic::Code;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
-const GROUP: &str = "cfssl-issuer.wikimedia.org";
+use csi::{GROUP, Plugin};
+
 const WAIT: Duration = Duration::from_secs(60);
 const TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.the-pods-own-token";
 const NODE: &str = "node-1";
 /// The plugin's own user on the test server: its requests are told apart in the audit.
 const PLUGIN_USER: &str = "csi-node-1";
-
-/// Records mounts; kubelet's target is never touched.
-#[derive(Default)]
-struct FakeMounts(Mutex<Vec<PathBuf>>);
-
-impl Mounter for FakeMounts {
-    fn mount(&self, _: &Path, target: &Path) -> std::io::Result<()> {
-        self.0.lock().expect("mounts").push(target.to_path_buf());
-        Ok(())
-    }
-    fn unmount(&self, target: &Path) -> std::io::Result<()> {
-        self.0.lock().expect("mounts").retain(|t| t != target);
-        Ok(())
-    }
-    fn is_mounted(&self, target: &Path) -> std::io::Result<bool> {
-        Ok(self.0.lock().expect("mounts").iter().any(|t| t == target))
-    }
-}
 
 struct Env {
     cluster: Cluster,
@@ -109,29 +89,14 @@ impl Env {
 
     /// Starts a plugin waiting `wait` for each request; its channel and its store's root.
     async fn plugin(&self, name: &str, wait: Duration) -> anyhow::Result<(Channel, PathBuf)> {
-        let server = self.cluster.server().expect("in-process server");
-        let kubeconfig = self.dir.path().join(format!("{name}.kubeconfig"));
-        server.add_user(PLUGIN_USER, &kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::read_from(&kubeconfig)?,
-            &kube::config::KubeConfigOptions::default(),
-        )
-        .await?;
-        let client = kube::Client::try_from(config)?;
-        let root = self.dir.path().join(name).join("volumes");
-        let store = Store::open(&root)?;
-        let issuer = CertificateRequests::new(
-            client,
-            store.clone(),
-            NODE,
-            wait,
-            cfssl_issuer::clock::system_clock(),
-        );
-        let node = NodeService::new(NODE, store, Arc::new(FakeMounts::default()), Arc::new(issuer));
-        let socket = self.dir.path().join(format!("{name}.sock"));
-        let identity = IdentityService::new(GROUP, Ready::default());
-        tokio::spawn(serve(listen(&socket)?, identity, node, std::future::pending()));
-        Ok((connect(socket).await?, root))
+        let plugin = Plugin {
+            server: self.cluster.server().expect("in-process server"),
+            dir: self.dir.path(),
+            name,
+            user: PLUGIN_USER,
+            node: NODE,
+        };
+        plugin.start(wait).await
     }
 
     /// kubelet's Publish of volume `volume` of pod `pod`.
@@ -187,18 +152,6 @@ impl Env {
         let server = self.cluster.server().expect("in-process server");
         server.audit().iter().filter(|e| e.user == PLUGIN_USER).count()
     }
-}
-
-async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
-    Ok(Endpoint::try_from("http://localhost")?
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let socket = socket.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
-        .await?)
 }
 
 /// Every file under `dir`, followed through symlinks once (the `..data` layout).

@@ -6,7 +6,8 @@
 //! - [`trigger`] sets `Issuing=True` when the Secret needs a new certificate (the policy chain);
 //! - [`keymanager`] keeps the next private key in a Secret of its own while issuing;
 //! - [`requestmanager`] creates one CertificateRequest per revision from that key;
-//! - [`approver`] approves the requests they create (no cert-manager approver runs);
+//! - [`approver`] approves the requests they create (no cert-manager approver runs), and the CSI
+//!   plugin's requests their Pods' volumes confirm;
 //! - [`issuing`] writes the signed certificate into the Secret and ends the issuance;
 //! - [`readiness`] writes `Ready`, `notBefore`, `notAfter` and `renewalTime`;
 //! - [`revisionmanager`] deletes requests beyond `revisionHistoryLimit`.
@@ -59,6 +60,8 @@ pub struct CertificateContext {
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
     pub indexes: Indexes,
     pub events: Events,
+    /// The approver's last Event on each CSI volume's request it left unapproved.
+    pub volume_notes: approver::volume::Said,
     backoff: Backoff<String>,
     acted: Acted,
     created: Created,
@@ -184,6 +187,7 @@ impl CertificateContext {
             secrets,
             secret_names: SecretIndex::default(),
             indexes,
+            volume_notes: approver::volume::Said::default(),
             backoff: backoff::per_object(),
             acted: Acted::default(),
             created: Created::default(),

@@ -16,6 +16,7 @@ pub mod proto {
     tonic::include_proto!("csi.v1");
 }
 
+pub mod approval;
 pub mod attributes;
 pub mod collect;
 pub mod identity;
@@ -25,4 +26,4 @@ pub mod server;
 pub mod store;
 
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;

@@ -24,7 +24,9 @@ pub struct CsiArgs {
     /// The gRPC endpoint kubelet and the sidecars reach: `unix:///path/csi.sock`.
     #[arg(long, env = "CSI_ENDPOINT", default_value = "unix:///plugin/csi.sock")]
     pub endpoint: String,
-    /// This node's name (the pod's `spec.nodeName`), answered by NodeGetInfo.
+    /// This node's name (the pod's `spec.nodeName`), answered by NodeGetInfo. It must be the
+    /// name: standalone mode's approver checks a request's node label against the hash of its
+    /// Pod's `spec.nodeName`.
     #[arg(long, env = "NODE_ID")]
     pub node_id: String,
     /// Where the volumes are kept; on a host, never under /tmp (cleaners delete it).

@@ -20,3 +20,66 @@ pub fn pod_context<M: FromIterator<(String, String)>>(extra: &[(&str, &str)]) ->
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
+
+/// Pod `shop/web-0` (UID `0b9d`, service account `web`) on `node-1`, with an emptyDir `cache`
+/// and volume `tls` of this driver asking for `attributes`.
+pub fn pod(attributes: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Pod {
+    let attributes: std::collections::BTreeMap<&str, &str> = attributes.iter().copied().collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web-0", "namespace": "shop", "uid": "0b9d"},
+        "spec": {
+            "nodeName": "node-1",
+            "serviceAccountName": "web",
+            "containers": [{"name": "app"}],
+            "volumes": [
+                {"name": "cache", "emptyDir": {}},
+                {"name": "tls", "csi": {
+                    "driver": crate::csi::identity::DRIVER_NAME,
+                    "readOnly": true,
+                    "volumeAttributes": attributes,
+                }},
+            ],
+        },
+        "status": {"phase": "Running"},
+    }))
+    .expect("a pod")
+}
+
+/// The request the plugin on `node` makes for volume `volume` of `pod`, from the Publish
+/// kubelet would send, its CSR signed with a fixture key of the spec the volume asks for.
+pub fn plugin_request(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    volume: &str,
+    node: &str,
+) -> crate::api::certmanager::CertificateRequest {
+    use crate::csi::approval::{pod_info, volume_context, volume_handle};
+    use crate::csi::issue::shape;
+    let info = pod_info(pod);
+    let given = pod.spec.as_ref().and_then(|s| s.volumes.as_ref()).and_then(|v| {
+        v.iter()
+            .find(|v| v.name == volume)
+            .and_then(|v| v.csi.as_ref()?.volume_attributes.clone())
+    });
+    let context = volume_context(&given.unwrap_or_default().into_iter().collect(), &info);
+    let request = crate::csi::proto::NodePublishVolumeRequest {
+        volume_id: volume_handle(&info.uid, volume),
+        target_path: format!(
+            "/var/lib/kubelet/pods/{}/volumes/kubernetes.io~csi/{volume}/mount",
+            info.uid
+        ),
+        volume_capability: Some(crate::csi::proto::VolumeCapability {
+            access_type: Some(crate::csi::proto::volume_capability::AccessType::Mount(
+                crate::csi::proto::volume_capability::MountVolume::default(),
+            )),
+            access_mode: None,
+        }),
+        readonly: true,
+        volume_context: context.into_iter().collect(),
+        ..Default::default()
+    };
+    let publish = crate::csi::node::decide::publish(&request).expect("a valid Publish");
+    let key = crate::certificates::fixtures::key(publish.attributes.key, false);
+    let spec = shape::certificate_spec(&publish.attributes);
+    let csr = crate::pki::request::build_csr(&spec, key).expect("a CSR");
+    shape::certificate_request(&publish, node, "3f1c0d4e-0000-4000-8000-000000000000", &csr)
+}

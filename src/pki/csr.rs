@@ -2,6 +2,10 @@
 
 use x509_parser::error::X509Error;
 use x509_parser::prelude::{FromDer, X509CertificationRequest};
+use x509_parser::public_key::PublicKey;
+use x509_parser::x509::SubjectPublicKeyInfo;
+
+use super::keys::KeySpec;
 
 use super::signature::{self, KeyType, SignatureError};
 
@@ -35,6 +39,28 @@ pub struct CheckedCsr {
     /// DER SubjectPublicKeyInfo, to check that the issued certificate carries the same key.
     pub public_key_der: Vec<u8>,
     pub key_type: KeyType,
+}
+
+impl CheckedCsr {
+    /// The key's algorithm and size, as a Certificate's `privateKey` names them: what an
+    /// approver compares with what was asked, since the key itself is the requester's own.
+    /// `None` for a key no spec names (another curve, an RSA key beyond `u32` bits).
+    pub fn key_spec(&self) -> Option<KeySpec> {
+        Some(match self.key_type {
+            KeyType::EcdsaP256 => KeySpec::Ecdsa(256),
+            KeyType::EcdsaP384 => KeySpec::Ecdsa(384),
+            KeyType::EcdsaP521 => KeySpec::Ecdsa(521),
+            KeyType::Ed25519 => KeySpec::Ed25519,
+            KeyType::Other => return None,
+            KeyType::Rsa => {
+                let (_, spki) = SubjectPublicKeyInfo::from_der(&self.public_key_der).ok()?;
+                match spki.parsed().ok()? {
+                    PublicKey::RSA(rsa) => KeySpec::Rsa(u32::try_from(rsa.key_size()).ok()?),
+                    _ => return None,
+                }
+            }
+        })
+    }
 }
 
 /// Checks PEM input the way CFSSL will read it (first block only) and verifies its signature.
@@ -348,5 +374,30 @@ pub(crate) mod tests {
             checked.public_key_der,
             rcgen::PublicKeyData::subject_public_key_info(&key)
         );
+    }
+
+    /// The key spec read back from a CSR is the one its key was made with, each algorithm and
+    /// size cert-manager names.
+    #[test]
+    fn key_spec_table() {
+        use crate::api::certmanager::CertificateSpec;
+        use crate::pki::keys::KeySpec;
+        let spec = CertificateSpec {
+            dns_names: vec!["a.example".into()],
+            ..CertificateSpec::default()
+        };
+        for want in [
+            KeySpec::Rsa(2048),
+            KeySpec::Rsa(3072),
+            KeySpec::Ecdsa(256),
+            KeySpec::Ecdsa(384),
+            KeySpec::Ecdsa(521),
+            KeySpec::Ed25519,
+        ] {
+            let key = crate::certificates::fixtures::key(want, false);
+            let pem = crate::pki::request::build_csr(&spec, key).expect("csr");
+            let checked = check_csr_pem(pem.as_bytes()).expect("checks");
+            assert_eq!(checked.key_spec(), Some(want), "{want:?}");
+        }
     }
 }

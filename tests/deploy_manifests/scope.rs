@@ -49,6 +49,7 @@ fn scoped_grants(served: &[&str], home: &str, standalone: bool) -> BTreeSet<Gran
                     ("cert-manager.io", &["certificates/finalizers"], &["update"]),
                     ("cert-manager.io", &["certificaterequests"], &["create", "delete"]),
                     ("", &["secrets"], &["create", "update", "patch", "delete"]),
+                    ("", &["pods"], &["get"]),
                 ],
             ));
         }

@@ -9,12 +9,17 @@
 //! left unapproved, never denied: another approver (approver-policy) may still act on it, and a
 //! denial is final. A request that claims a Certificate but fails the check gets one Warning
 //! Event saying why.
+//!
+//! A request that claims no Certificate but looks like the CSI plugin's (a Pod owner, csi-lib's
+//! labels) is judged by [`volume`], on the live Pod it names.
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
+use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::{Value, json};
@@ -30,6 +35,8 @@ use crate::controllers::kit::events::Notice;
 use crate::controllers::kit::plan::{self, Next, Plan, Target, requeue};
 use crate::controllers::kit::status::{self, FieldManager};
 use crate::pki::keys::Key;
+
+pub mod volume;
 
 /// The reason and message of the approval.
 pub const REASON: &str = "cfssl-issuer.wikimedia.org";
@@ -148,6 +155,9 @@ fn owner(ctx: &CertificateContext, cr: &CertificateRequest) -> Option<Arc<Certif
 }
 
 pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>) -> Result<Action, Error> {
+    if controller_name(&cr).is_none() && volume::claims(&cr) {
+        return reconcile_volume(cr, ctx).await;
+    }
     let owner = owner(&ctx, &cr);
     let key = format!("approver/{}", cr.uid().unwrap_or_default());
     let next_key = || owner.as_deref().and_then(|crt| observe::next_key(&ctx, crt).1);
@@ -164,6 +174,43 @@ pub async fn reconcile(cr: Arc<CertificateRequest>, ctx: Arc<CertificateContext>
         return Ok(ctx.retry(key).into());
     }
     ctx.settled(&key);
+    Ok(requeue(&next, || std::time::Duration::from_secs(1)))
+}
+
+/// A request that looks like the CSI plugin's, judged on the Pod it names, read live: a
+/// cached Pod could be one deleted (and its UID's volumes gone) since, and a watch of every
+/// Pod would cost the manager far more than one GET per such request. A failed read is the
+/// reconcile's error, retried with the back-off.
+async fn reconcile_volume(
+    cr: Arc<CertificateRequest>,
+    ctx: Arc<CertificateContext>,
+) -> Result<Action, Error> {
+    let pod = match volume::pod_name(&cr) {
+        Some(name) => {
+            let namespace = cr.namespace().unwrap_or_default();
+            Api::<Pod>::namespaced(ctx.shared.client.clone(), &namespace)
+                .get_opt(name)
+                .await
+                .map_err(Error::api("reading", format!("Pod {namespace}/{name}")))?
+        }
+        None => None,
+    };
+    let uid = cr.uid().unwrap_or_default();
+    let verdict = volume::verdict(&cr, pod.as_ref());
+    let told = verdict.as_ref().err().map(volume::note);
+    let said = ctx.volume_notes.get(&uid);
+    let plan = volume::decide(verdict, said.as_deref(), ctx.shared.now());
+    let target = Target {
+        client: &ctx.shared.client,
+        object: &*cr,
+        manager: FieldManager::APPROVER,
+        events: &ctx.events,
+    };
+    let (_, next) = plan::execute(target, plan).await?;
+    if let Some(note) = told {
+        ctx.volume_notes.set(&uid, note);
+    }
+    ctx.settled(&format!("approver/{uid}"));
     Ok(requeue(&next, || std::time::Duration::from_secs(1)))
 }
 

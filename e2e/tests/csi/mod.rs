@@ -1,0 +1,85 @@
+//! What the CSI scenarios share: the plugin run in this process on a unix socket, its mounts a
+//! fake (real mounts are not built yet), driven over gRPC as kubelet drives it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cfssl_issuer::csi::identity::{IdentityService, Ready};
+use cfssl_issuer::csi::issue::CertificateRequests;
+use cfssl_issuer::csi::node::NodeService;
+use cfssl_issuer::csi::server::{listen, serve};
+use cfssl_issuer::csi::store::{Mounter, Store};
+use kube_testserver::TestServer;
+use tonic::transport::{Channel, Endpoint};
+
+pub const GROUP: &str = "cfssl-issuer.wikimedia.org";
+
+/// Records mounts; kubelet's target is never touched.
+#[derive(Default)]
+pub struct FakeMounts(Mutex<Vec<PathBuf>>);
+
+impl Mounter for FakeMounts {
+    fn mount(&self, _: &Path, target: &Path) -> std::io::Result<()> {
+        self.0.lock().expect("mounts").push(target.to_path_buf());
+        Ok(())
+    }
+    fn unmount(&self, target: &Path) -> std::io::Result<()> {
+        self.0.lock().expect("mounts").retain(|t| t != target);
+        Ok(())
+    }
+    fn is_mounted(&self, target: &Path) -> std::io::Result<bool> {
+        Ok(self.0.lock().expect("mounts").iter().any(|t| t == target))
+    }
+}
+
+/// Where a plugin runs: its files under `dir`, named `name`, as user `user` of `server` (its
+/// own, so the audit tells its requests apart), on node `node`.
+pub struct Plugin<'a> {
+    pub server: &'a TestServer,
+    pub dir: &'a Path,
+    pub name: &'a str,
+    pub user: &'a str,
+    pub node: &'a str,
+}
+
+impl Plugin<'_> {
+    /// Starts the plugin waiting `wait` for each request; its channel and its store's root.
+    pub async fn start(&self, wait: Duration) -> anyhow::Result<(Channel, PathBuf)> {
+        let kubeconfig = self.dir.join(format!("{}.kubeconfig", self.name));
+        self.server.add_user(self.user, &kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(&kubeconfig)?,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await?;
+        let client = kube::Client::try_from(config)?;
+        let root = self.dir.join(self.name).join("volumes");
+        let store = Store::open(&root)?;
+        let clock = cfssl_issuer::clock::system_clock();
+        let issuer = CertificateRequests::new(client, store.clone(), self.node, wait, clock);
+        let node = NodeService::new(
+            self.node,
+            store,
+            Arc::new(FakeMounts::default()),
+            Arc::new(issuer),
+        );
+        let socket = self.dir.join(format!("{}.sock", self.name));
+        let identity = IdentityService::new(GROUP, Ready::default());
+        tokio::spawn(serve(listen(&socket)?, identity, node, std::future::pending()));
+        Ok((connect(socket).await?, root))
+    }
+}
+
+async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
+    Ok(Endpoint::try_from("http://localhost")?
+        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
+            let socket = socket.clone();
+            async move {
+                let stream = tokio::net::UnixStream::connect(socket).await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+            }
+        }))
+        .await?)
+}
