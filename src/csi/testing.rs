@@ -45,6 +45,26 @@ pub fn pod(attributes: &[(&str, &str)]) -> k8s_openapi::api::core::v1::Pod {
     .expect("a pod")
 }
 
+/// The Publish kubelet sends for a read-only mount volume `volume_id` at `target`.
+pub fn publish_request(
+    volume_id: &str,
+    target: &str,
+    context: std::collections::HashMap<String, String>,
+) -> crate::csi::proto::NodePublishVolumeRequest {
+    use crate::csi::proto::volume_capability::{AccessType, MountVolume};
+    crate::csi::proto::NodePublishVolumeRequest {
+        volume_id: volume_id.into(),
+        target_path: target.into(),
+        volume_capability: Some(crate::csi::proto::VolumeCapability {
+            access_type: Some(AccessType::Mount(MountVolume::default())),
+            access_mode: None,
+        }),
+        readonly: true,
+        volume_context: context,
+        ..Default::default()
+    }
+}
+
 /// The request the plugin on `node` makes for volume `volume` of `pod`, from the Publish
 /// kubelet would send, its CSR signed with a fixture key of the spec the volume asks for.
 pub fn plugin_request(
@@ -61,22 +81,15 @@ pub fn plugin_request(
             .and_then(|v| v.csi.as_ref()?.volume_attributes.clone())
     });
     let context = volume_context(&given.unwrap_or_default().into_iter().collect(), &info);
-    let request = crate::csi::proto::NodePublishVolumeRequest {
-        volume_id: volume_handle(&info.uid, volume),
-        target_path: format!(
-            "/var/lib/kubelet/pods/{}/volumes/kubernetes.io~csi/{volume}/mount",
-            info.uid
-        ),
-        volume_capability: Some(crate::csi::proto::VolumeCapability {
-            access_type: Some(crate::csi::proto::volume_capability::AccessType::Mount(
-                crate::csi::proto::volume_capability::MountVolume::default(),
-            )),
-            access_mode: None,
-        }),
-        readonly: true,
-        volume_context: context.into_iter().collect(),
-        ..Default::default()
-    };
+    let target = format!(
+        "/var/lib/kubelet/pods/{}/volumes/kubernetes.io~csi/{volume}/mount",
+        info.uid
+    );
+    let request = publish_request(
+        &volume_handle(&info.uid, volume),
+        &target,
+        context.into_iter().collect(),
+    );
     let publish = crate::csi::node::decide::publish(&request).expect("a valid Publish");
     let key = crate::certificates::fixtures::key(publish.attributes.key, false);
     let spec = shape::certificate_spec(&publish.attributes);

@@ -1,4 +1,3 @@
-use std::collections::HashMap;
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
@@ -15,24 +14,15 @@ use crate::api::certmanager::{CertificateRequestCondition, CertificateRequestSta
 use crate::certificates::fixtures;
 use crate::csi::attributes::key;
 use crate::csi::node::decide;
-use crate::csi::proto::volume_capability::{AccessType, MountVolume};
-use crate::csi::proto::{NodePublishVolumeRequest, VolumeCapability};
 use crate::pki::keys::KeySpec;
 
 /// A checked Publish of volume `csi-0b9d` of pod `shop/web-0` with `extra` attributes.
 fn publish(extra: &[(&str, &str)]) -> Publish {
-    let context: HashMap<String, String> = crate::csi::testing::pod_context(extra);
-    let request = NodePublishVolumeRequest {
-        volume_id: "csi-0b9d".into(),
-        target_path: "/var/lib/kubelet/pods/0b9d/volumes/kubernetes.io~csi/tls/mount".into(),
-        volume_capability: Some(VolumeCapability {
-            access_type: Some(AccessType::Mount(MountVolume::default())),
-            access_mode: None,
-        }),
-        readonly: true,
-        volume_context: context,
-        ..Default::default()
-    };
+    let request = crate::csi::testing::publish_request(
+        "csi-0b9d",
+        "/var/lib/kubelet/pods/0b9d/volumes/kubernetes.io~csi/tls/mount",
+        crate::csi::testing::pod_context(extra),
+    );
     decide::publish(&request).unwrap()
 }
 

@@ -1,5 +1,3 @@
-use std::collections::HashMap;
-
 use tonic::Code;
 
 use super::decide::{self, Again};
@@ -10,19 +8,11 @@ use crate::csi::proto::volume_capability::{AccessType, BlockVolume, MountVolume}
 use crate::csi::store::TOKENS_KEY;
 
 fn request() -> NodePublishVolumeRequest {
-    let context: HashMap<String, String> =
-        crate::csi::testing::pod_context(&[(TOKENS_KEY, "{\"\":{\"token\":\"t\"}}")]);
-    NodePublishVolumeRequest {
-        volume_id: "csi-0b9d".into(),
-        target_path: "/var/lib/kubelet/pods/0b9d/volumes/kubernetes.io~csi/tls/mount".into(),
-        volume_capability: Some(VolumeCapability {
-            access_type: Some(AccessType::Mount(MountVolume::default())),
-            access_mode: None,
-        }),
-        readonly: true,
-        volume_context: context,
-        ..Default::default()
-    }
+    crate::csi::testing::publish_request(
+        "csi-0b9d",
+        "/var/lib/kubelet/pods/0b9d/volumes/kubernetes.io~csi/tls/mount",
+        crate::csi::testing::pod_context(&[(TOKENS_KEY, "{\"\":{\"token\":\"t\"}}")]),
+    )
 }
 
 type Edit = fn(&mut NodePublishVolumeRequest);
