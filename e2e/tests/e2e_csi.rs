@@ -345,6 +345,54 @@ async fn a_denied_request_fails_the_publish_and_tells_the_pod() -> anyhow::Resul
     Ok(())
 }
 
+/// An issuer that gives up on a request (`Ready=False`, reason `Failed`, as cert-manager's
+/// issuers write it): the Publish is ABORTED with the issuer's message, and nothing of the new
+/// volume is left. Written by the test, unapproved, so the manager's own signer stays out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_request_aborts_the_publish_with_the_issuers_message() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let uid = env.pod("web-3").await?;
+    let (channel, root) = env.plugin("plugin", WAIT).await?;
+    let mut node = NodeClient::new(channel);
+    let publish = env.publish("web-3", &uid, "csi-f1");
+    let published = tokio::spawn(async move { node.node_publish_volume(publish).await });
+    let name = env.requests_of("csi-f1").await?[0]
+        .metadata
+        .name
+        .clone()
+        .expect("named");
+    let body = serde_json::json!({
+        "apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest",
+        "metadata": {"name": name, "namespace": env.ns},
+        "status": {
+            "conditions": [{
+                "type": "Ready", "status": "False", "reason": "Failed",
+                "message": "the CA refused profile \"server\"",
+                "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+            }],
+            "failureTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+        },
+    });
+    let params = kube::api::PatchParams::apply("e2e-issuer").force();
+    env.requests()
+        .patch_status(&name, &params, &kube::api::Patch::Apply(&body))
+        .await?;
+    let status = published.await?.expect_err("failed");
+    assert_eq!(status.code(), Code::Aborted);
+    let message = format!(
+        "volume csi-f1: CertificateRequest {}/{name} failed: the CA refused profile \"server\"",
+        env.ns
+    );
+    assert_eq!(status.message(), message);
+    assert!(
+        !root.join("csi-f1").exists(),
+        "nothing of a failed new volume is left"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_publish_past_its_deadline_is_resumed_by_the_next() -> anyhow::Result<()> {
     let Some(env) = Env::start().await? else {
