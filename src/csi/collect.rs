@@ -126,23 +126,39 @@ impl Collector {
         Ok(())
     }
 
-    /// One pass over the store; the volume IDs collected, each with its reason.
+    /// One pass over the store; the volume IDs collected, each with its reason. A volume that
+    /// cannot be judged or removed (its metadata unreadable, its request's delete refused) is
+    /// logged and left for the next pass: it never keeps the volumes after it from being
+    /// collected. Only a store that cannot be listed ends the pass.
     pub async fn pass(&self) -> Result<Vec<(String, Verdict)>, CollectError> {
         let mut collected = Vec::new();
         for id in self.store.volume_ids()? {
-            let Some(metadata) = self.store.metadata(&id)? else {
-                continue;
-            };
-            let pending = self.store.pending(&id)?;
-            let (verdict, pod) = self.judge(&metadata, pending.as_ref()).await;
-            let Some(pod) = pod.filter(|_| verdict != Verdict::Keep) else {
-                continue;
-            };
-            self.collect(&id, &pod, pending.as_ref()).await?;
-            tracing::info!(volume = %id, ?verdict, "collected a volume whose issuance never finished");
-            collected.push((id, verdict));
+            match self.one(&id).await {
+                Ok(Verdict::Keep) => {}
+                Ok(verdict) => {
+                    tracing::info!(volume = %id, ?verdict, "collected a volume whose issuance never finished");
+                    collected.push((id, verdict));
+                }
+                Err(error) => {
+                    tracing::warn!(volume = %id, %error, "cannot collect a pending volume; the next pass tries again");
+                }
+            }
         }
         Ok(collected)
+    }
+
+    /// Judges one stored volume and collects it unless it is kept.
+    async fn one(&self, id: &str) -> Result<Verdict, CollectError> {
+        let Some(metadata) = self.store.metadata(id)? else {
+            return Ok(Verdict::Keep);
+        };
+        let pending = self.store.pending(id)?;
+        let (verdict, pod) = self.judge(&metadata, pending.as_ref()).await;
+        let Some(pod) = pod.filter(|_| verdict != Verdict::Keep) else {
+            return Ok(Verdict::Keep);
+        };
+        self.collect(id, &pod, pending.as_ref()).await?;
+        Ok(verdict)
     }
 
     /// Passes every [`INTERVAL`], for ever; a failed pass is logged and the next one tries again.

@@ -142,4 +142,53 @@ mod io {
         assert_eq!(store.volume_ids().unwrap(), ["csi-b"]);
         assert!(handle.next_request().await.is_none(), "no further call");
     }
+
+    /// A request whose delete the API server refuses keeps its volume for the next pass, and
+    /// does not keep the next orphan from being collected.
+    #[tokio::test]
+    async fn a_refused_delete_does_not_stop_the_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        pending_volume(&store, "csi-a", "web-0", "2026-11-27T11:59:00Z");
+        pending_volume(&store, "csi-b", "web-1", "2026-11-27T11:59:00Z");
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let client = kube::Client::new(service, "default");
+        let now = "2026-11-27T12:00:00Z".parse().unwrap();
+        let collector = Collector::new(
+            client,
+            store.clone(),
+            Duration::from_secs(3600),
+            crate::clock::fixed_clock(now),
+        );
+        let pass = tokio::spawn(async move { collector.pass().await.map_err(|e| e.to_string()) });
+        let gone = json!({"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"});
+        let refused = json!({"kind": "Status", "apiVersion": "v1", "code": 500, "reason": "InternalError"});
+        let deleted = json!({"kind": "Status", "apiVersion": "v1", "status": "Success"});
+        let answers = [
+            ("/api/v1/namespaces/shop/pods/web-0", StatusCode::NOT_FOUND, &gone),
+            (
+                "/apis/cert-manager.io/v1/namespaces/shop/certificaterequests/r-csi-a?",
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &refused,
+            ),
+            ("/api/v1/namespaces/shop/pods/web-1", StatusCode::NOT_FOUND, &gone),
+            (
+                "/apis/cert-manager.io/v1/namespaces/shop/certificaterequests/r-csi-b?",
+                StatusCode::OK,
+                &deleted,
+            ),
+        ];
+        for (uri, status, body) in answers {
+            let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(request.uri().to_string(), uri);
+            answer(send, status, body);
+        }
+        let collected = pass.await.unwrap().unwrap();
+        assert_eq!(collected, [("csi-b".to_string(), Verdict::PodGone)]);
+        assert_eq!(store.volume_ids().unwrap(), ["csi-a"]);
+        assert!(handle.next_request().await.is_none(), "no further call");
+    }
 }
