@@ -203,6 +203,24 @@ fn assert_volume_files(data: &Path, ca: &Ca) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The pod's token is in no log line of the plugin, which did log (kube's client logs each
+/// request at debug level), so the check reads something.
+fn assert_no_token_logged() {
+    let logged = csi::logged();
+    assert!(
+        logged.contains("certificaterequests"),
+        "the plugin logged its requests"
+    );
+    assert!(
+        !logged.contains(TOKEN),
+        "the service-account token is in a log line"
+    );
+    assert!(
+        !logged.contains("serviceAccount.tokens"),
+        "the tokens key is in a log line"
+    );
+}
+
 fn assert_no_token(root: &Path) -> anyhow::Result<()> {
     for file in files_under(root) {
         let text = std::fs::read(&file)?;
@@ -263,6 +281,7 @@ async fn a_volume_is_issued_through_an_approved_request() -> anyhow::Result<()> 
         "the key in flight is gone once issued"
     );
     assert_no_token(&root)?;
+    assert_no_token_logged();
 
     let calls = env.plugin_calls();
     node.node_publish_volume(publish.clone()).await?;
@@ -417,6 +436,7 @@ async fn a_publish_past_its_deadline_is_resumed_by_the_next() -> anyhow::Result<
     let pending = root.join("csi-t1/pending.json");
     assert_eq!(std::fs::metadata(&pending)?.permissions().mode() & 0o777, 0o600);
     assert_no_token(&root)?;
+    assert_no_token_logged();
 
     objects::approve(env.client(), &env.ns, &name).await?;
     objects::wait_request_reason(env.client(), &env.ns, &name, "Issued", WAIT).await?;

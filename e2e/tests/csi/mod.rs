@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use cfssl_issuer::csi::identity::{IdentityService, Ready};
@@ -15,6 +15,42 @@ use kube_testserver::TestServer;
 use tonic::transport::{Channel, Endpoint};
 
 pub const GROUP: &str = "cfssl-issuer.wikimedia.org";
+
+/// Every line the plugins of this test binary log, at debug level for every crate (the kube
+/// client's own lines included): a scenario reads it back to check what never reaches a log.
+pub fn logged() -> String {
+    String::from_utf8_lossy(&LOG.get_or_init(Default::default).lock().expect("log")).into_owned()
+}
+
+static LOG: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
+
+/// Appends to [`LOG`].
+struct Capture;
+
+impl std::io::Write for Capture {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        LOG.get_or_init(Default::default)
+            .lock()
+            .expect("log")
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Installs the capturing subscriber once per test binary.
+fn capture_logs() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("debug"))
+            .with_writer(|| Capture)
+            .with_ansi(false)
+            .try_init();
+    });
+}
 
 /// Records mounts; kubelet's target is never touched.
 #[derive(Default)]
@@ -47,6 +83,7 @@ pub struct Plugin<'a> {
 impl Plugin<'_> {
     /// Starts the plugin waiting `wait` for each request; its channel and its store's root.
     pub async fn start(&self, wait: Duration) -> anyhow::Result<(Channel, PathBuf)> {
+        capture_logs();
         let kubeconfig = self.dir.join(format!("{}.kubeconfig", self.name));
         self.server.add_user(self.user, &kubeconfig)?;
         let config = kube::Config::from_custom_kubeconfig(
