@@ -96,3 +96,40 @@ pub fn plugin_request(
     let csr = crate::pki::request::build_csr(&spec, key).expect("a CSR");
     shape::certificate_request(&publish, node, "3f1c0d4e-0000-4000-8000-000000000000", &csr)
 }
+
+/// The scripted end of a tower-test client: each request the code under test sends, answered
+/// by the test.
+pub type ApiHandle =
+    tower_test::mock::Handle<http::Request<kube::client::Body>, http::Response<kube::client::Body>>;
+
+/// The next request sent through `handle` within `step`: its method, URI (with the query), JSON
+/// body (`Null` when none) and where its answer goes.
+pub async fn next_call(
+    handle: &mut ApiHandle,
+    step: std::time::Duration,
+) -> (
+    http::Method,
+    String,
+    serde_json::Value,
+    tower_test::mock::SendResponse<http::Response<kube::client::Body>>,
+) {
+    let (request, send) = tokio::time::timeout(step, handle.next_request())
+        .await
+        .expect("an API request in time")
+        .expect("the client is alive");
+    let method = request.method().clone();
+    let uri = request.uri().to_string();
+    let bytes = request.into_body().collect_bytes().await.unwrap();
+    let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    (method, uri, body, send)
+}
+
+/// Answers a scripted request with `status` and the JSON `body`.
+pub fn answer(
+    send: tower_test::mock::SendResponse<http::Response<kube::client::Body>>,
+    status: http::StatusCode,
+    body: &serde_json::Value,
+) {
+    let body = kube::client::Body::from(serde_json::to_vec(body).unwrap());
+    send.send_response(http::Response::builder().status(status).body(body).unwrap());
+}

@@ -55,15 +55,13 @@ mod io {
 
     use http::{Method, Request, Response, StatusCode};
     use kube::client::Body;
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::super::*;
     use crate::csi::attributes::kubelet;
+    use crate::csi::testing::{answer, next_call};
 
-    fn answer(send: tower_test::mock::SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
-        let body = Body::from(serde_json::to_vec(body).unwrap());
-        send.send_response(Response::builder().status(status).body(body).unwrap());
-    }
+    const STEP: Duration = Duration::from_secs(10);
 
     /// A volume pending since `since`, for pod `pod` (UID `0b9d`).
     fn pending_volume(store: &Store, id: &str, pod: &str, since: &str) {
@@ -99,11 +97,8 @@ mod io {
         let pass = tokio::spawn(async move { collector.pass().await.map_err(|e| e.to_string()) });
 
         let mut next = async || {
-            let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
-                .await
-                .unwrap()
-                .unwrap();
-            ((request.method().clone(), request.uri().to_string()), send)
+            let (method, uri, _, send) = next_call(&mut handle, STEP).await;
+            ((method, uri), send)
         };
         let (call, send) = next().await;
         assert_eq!(
@@ -179,11 +174,8 @@ mod io {
             ),
         ];
         for (uri, status, body) in answers {
-            let (request, send) = tokio::time::timeout(Duration::from_secs(10), handle.next_request())
-                .await
-                .unwrap()
-                .unwrap();
-            assert_eq!(request.uri().to_string(), uri);
+            let (_, call, _, send) = next_call(&mut handle, STEP).await;
+            assert_eq!(call, uri);
             answer(send, status, body);
         }
         let collected = pass.await.unwrap().unwrap();

@@ -8,16 +8,15 @@ use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use serde_json::{Value, json};
 use tonic::Code;
-use tower_test::mock::{Handle, SendResponse};
+use tower_test::mock::SendResponse;
 
 use super::super::shape::{certificate_spec, hash_identifier};
 use super::super::*;
 use super::publish;
 use crate::certificates::fixtures;
 use crate::csi::attributes::key;
+use crate::csi::testing::{ApiHandle, answer, next_call};
 use crate::pki::keys::Encoding;
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
 
 /// Longer than any one step can take (an RSA key is made between two requests).
 const STEP: Duration = Duration::from_secs(30);
@@ -52,20 +51,7 @@ fn scripted(wait: Duration) -> Scripted {
 }
 
 async fn next(handle: &mut ApiHandle) -> (Method, String, Value, SendResponse<Response<Body>>) {
-    let (request, send) = tokio::time::timeout(STEP, handle.next_request())
-        .await
-        .expect("an API request in time")
-        .expect("the client is alive");
-    let method = request.method().clone();
-    let uri = request.uri().to_string();
-    let bytes = request.into_body().collect_bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (method, uri, body, send)
-}
-
-fn answer(send: SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
-    let body = Body::from(serde_json::to_vec(body).unwrap());
-    send.send_response(Response::builder().status(status).body(body).unwrap());
+    next_call(handle, STEP).await
 }
 
 fn list_of(item: Value) -> Value {

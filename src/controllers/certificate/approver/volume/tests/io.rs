@@ -7,16 +7,14 @@ use std::time::Duration;
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
 use serde_json::{Value, json};
-use tower_test::mock::{Handle, SendResponse};
+use tower_test::mock::SendResponse;
 
 use super::genuine;
 use crate::api::certmanager::CertificateRequest;
 use crate::controllers::certificate::approver::{self, MESSAGE};
 use crate::controllers::certificate::{CertificateContext, Settings};
 use crate::controllers::kit::{Config, Shared};
-use crate::csi::testing::pod;
-
-type ApiHandle = Handle<Request<Body>, Response<Body>>;
+use crate::csi::testing::{ApiHandle, answer, next_call, pod};
 
 const STEP: Duration = Duration::from_secs(30);
 const POD: &str = "/api/v1/namespaces/shop/pods/web-0";
@@ -61,21 +59,11 @@ fn stored() -> Arc<CertificateRequest> {
     Arc::new(cr)
 }
 
+/// The next request, by path (its query left out).
 async fn next(handle: &mut ApiHandle) -> (Method, String, Value, SendResponse<Response<Body>>) {
-    let (request, send) = tokio::time::timeout(STEP, handle.next_request())
-        .await
-        .expect("an API request in time")
-        .expect("the client is alive");
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let bytes = request.into_body().collect_bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let (method, uri, body, send) = next_call(handle, STEP).await;
+    let path = uri.split('?').next().unwrap_or_default().to_string();
     (method, path, body, send)
-}
-
-fn answer(send: SendResponse<Response<Body>>, status: StatusCode, body: &Value) {
-    let body = Body::from(serde_json::to_vec(body).unwrap());
-    send.send_response(Response::builder().status(status).body(body).unwrap());
 }
 
 fn not_found() -> Value {
