@@ -59,6 +59,7 @@ impl Issue for FakeIssuer {
             private_key_pem: key.serialize_pem(),
             certificate_pem: cert.pem(),
             ca_pem: cert.pem(),
+            keystores: Vec::new(),
             next_issuance_time: jiff::Timestamp::now(),
         })
     }

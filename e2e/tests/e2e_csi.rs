@@ -101,6 +101,17 @@ impl Env {
 
     /// kubelet's Publish of volume `volume` of pod `pod`.
     fn publish(&self, pod: &str, uid: &str, volume: &str) -> NodePublishVolumeRequest {
+        self.publish_with(pod, uid, volume, &[])
+    }
+
+    /// [`Env::publish`] with `extra` attributes.
+    fn publish_with(
+        &self,
+        pod: &str,
+        uid: &str,
+        volume: &str,
+        extra: &[(&str, &str)],
+    ) -> NodePublishVolumeRequest {
         let token = format!("{{\"\":{{\"token\":\"{TOKEN}\"}}}}");
         let context: HashMap<String, String> = [
             ("csi.storage.k8s.io/pod.name", pod),
@@ -118,6 +129,7 @@ impl Env {
             ("example.com/team", "payments"),
         ]
         .iter()
+        .chain(extra)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         NodePublishVolumeRequest {
@@ -506,4 +518,109 @@ async fn pending_volumes_are_collected_when_their_pod_is_gone_or_they_are_too_ol
         .await?;
     }
     Ok(())
+}
+
+/// A volume asking for csi-driver's PKCS#12 keystore and our JKS keystore and bundle gets files
+/// that `openssl pkcs12` and `keytool` open with their passwords, holding the volume's key and
+/// certificate; the bundle is the key file then the certificate file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keystores_in_a_volume_open_with_openssl_and_keytool() -> anyhow::Result<()> {
+    let Some(env) = Env::start().await? else {
+        return Ok(());
+    };
+    let uid = env.pod("java-0").await?;
+    let (channel, root) = env.plugin("plugin", WAIT).await?;
+    let publish = env.publish_with(
+        "java-0",
+        &uid,
+        "csi-k1",
+        &[
+            ("csi.cert-manager.io/pkcs12-enable", "true"),
+            ("csi.cert-manager.io/pkcs12-password", "p12-secret"),
+            ("csi.cfssl-issuer.wikimedia.org/jks-enable", "true"),
+            ("csi.cfssl-issuer.wikimedia.org/jks-password", "jks-secret"),
+            ("csi.cfssl-issuer.wikimedia.org/bundle-file", "tls-combined.pem"),
+        ],
+    );
+    let mut node = NodeClient::new(channel);
+    let published = tokio::spawn(async move { node.node_publish_volume(publish).await });
+    let name = env.requests_of("csi-k1").await?[0]
+        .metadata
+        .name
+        .clone()
+        .expect("named");
+    objects::approve(env.client(), &env.ns, &name).await?;
+    published.await??;
+
+    let data = root.join("csi-k1/data");
+    assert_volume_files(&data, &env.ca)?;
+    let read = |name: &str| std::fs::read(data.join(name));
+    let (key, cert) = (read("tls.key")?, read("tls.crt")?);
+    assert_eq!(
+        read("tls-combined.pem")?,
+        [key.as_slice(), cert.as_slice()].concat()
+    );
+    let cert_key = openssl_public_key(&["x509", "-noout", "-pubkey"], &data.join("tls.crt"))?;
+
+    let p12 = data.join("keystore.p12");
+    let p12_args = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["pkcs12", "-legacy", "-passin", "pass:p12-secret", "-in"];
+        args.push(p12.to_str().expect("path"));
+        args.extend_from_slice(extra);
+        args.iter().map(|s| s.to_string()).collect()
+    };
+    let opened = run("openssl", &p12_args(&["-nodes"]))?;
+    let chain = String::from_utf8(cert.clone())?;
+    assert_eq!(
+        opened.matches("BEGIN CERTIFICATE").count(),
+        chain.matches("BEGIN CERTIFICATE").count(),
+        "the chain as issued, no CA (as csi-driver): {opened}"
+    );
+    let dir = tempfile::tempdir()?;
+    std::fs::write(
+        dir.path().join("leaf.pem"),
+        run("openssl", &p12_args(&["-nokeys", "-clcerts"]))?,
+    )?;
+    let leaf_key = openssl_public_key(&["x509", "-noout", "-pubkey"], &dir.path().join("leaf.pem"))?;
+    assert_eq!(leaf_key, cert_key, "the keystore holds the volume's certificate");
+    assert!(run("openssl", &p12_args(&["-nodes", "-passin", "pass:wrong"])).is_err());
+
+    let jks = data.join("keystore.jks");
+    let jks = jks.to_str().expect("path");
+    let listed = run(
+        "keytool",
+        &[
+            "-list",
+            "-storetype",
+            "JKS",
+            "-storepass",
+            "jks-secret",
+            "-keystore",
+            jks,
+        ]
+        .map(String::from),
+    )?;
+    assert!(
+        listed.contains("certificate, ") && listed.contains("PrivateKeyEntry"),
+        "{listed}"
+    );
+    // The CAs as trusted entries `ca`, `ca-1`, ...: none when the issuer sends no CA.
+    let cas = String::from_utf8(read("ca.crt")?)?
+        .matches("BEGIN CERTIFICATE")
+        .count();
+    assert_eq!(listed.matches("trustedCertEntry").count(), cas, "{listed}");
+    assert_eq!(listed.matches("PrivateKeyEntry").count(), 1, "{listed}");
+    Ok(())
+}
+
+/// `program args` succeeded: its standard output.
+fn run(program: &str, args: &[String]) -> anyhow::Result<String> {
+    let out = std::process::Command::new(program).args(args).output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{program} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
 }

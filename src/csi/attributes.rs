@@ -16,13 +16,14 @@ use crate::api::certmanager::KEY_USAGES;
 use crate::api::{GROUP, IssuerKind};
 use crate::certificates::go::parse_go_duration;
 use crate::pki::keys::{Encoding, KeySpec};
+use crate::pki::keystore::Pkcs12Profile;
 use crate::pki::subject::literal_rdns;
 
 pub use text::VARIABLES;
 
 /// csi-driver's attribute prefix, kept so its users' pod specs work unchanged.
 pub const PREFIX: &str = "csi.cert-manager.io/";
-/// Our own prefix, for what csi-driver does not have (none yet: every key under it is refused).
+/// Our own prefix, for what csi-driver does not have ([`own`]); other keys under it are refused.
 pub const OWN_PREFIX: &str = "csi.cfssl-issuer.wikimedia.org/";
 /// kubelet's keys (pod info, `ephemeral`, service-account tokens): never annotations.
 pub const KUBELET_PREFIX: &str = "csi.storage.k8s.io/";
@@ -106,6 +107,27 @@ pub mod key {
     ];
 }
 
+/// Our keys, each with [`OWN_PREFIX`]: keystores csi-driver lacks.
+pub mod own {
+    /// A JKS keystore, read like csi-driver's `pkcs12-*` (csi-driver#130 asks for it).
+    pub const JKS_ENABLE: &str = "csi.cfssl-issuer.wikimedia.org/jks-enable";
+    pub const JKS_FILENAME: &str = "csi.cfssl-issuer.wikimedia.org/jks-filename";
+    pub const JKS_PASSWORD: &str = "csi.cfssl-issuer.wikimedia.org/jks-password";
+    /// cert-manager's PKCS#12 profiles; csi-driver always writes `LegacyRC2`, the default.
+    pub const PKCS12_PROFILE: &str = "csi.cfssl-issuer.wikimedia.org/pkcs12-profile";
+    /// One file with the private key then the chain (cert-manager's `CombinedPEM`), so a reader
+    /// never pairs a renewed key with the previous certificate.
+    pub const BUNDLE_FILE: &str = "csi.cfssl-issuer.wikimedia.org/bundle-file";
+
+    pub const ALL: [&str; 5] = [
+        JKS_ENABLE,
+        JKS_FILENAME,
+        JKS_PASSWORD,
+        PKCS12_PROFILE,
+        BUNDLE_FILE,
+    ];
+}
+
 /// cert-manager's default certificate duration (90 days).
 pub const DEFAULT_DURATION: SignedDuration = SignedDuration::from_hours(2160);
 
@@ -166,20 +188,25 @@ pub struct Files {
     pub certificate: String,
     pub private_key: String,
     pub ca: String,
-    pub pkcs12: Option<Pkcs12>,
+    pub pkcs12: Option<Keystore>,
+    /// The PKCS#12 profile (ours; csi-driver's is `LegacyRC2`).
+    pub pkcs12_profile: Pkcs12Profile,
+    pub jks: Option<Keystore>,
+    /// The key-and-chain file, if asked for.
+    pub bundle: Option<String>,
 }
 
-/// A PKCS#12 keystore file and its password.
+/// A keystore file (PKCS#12 or JKS) and its password.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Pkcs12 {
+pub struct Keystore {
     pub file: String,
     pub password: String,
 }
 
-impl fmt::Debug for Pkcs12 {
+impl fmt::Debug for Keystore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The password never reaches a log line.
-        f.debug_struct("Pkcs12")
+        f.debug_struct("Keystore")
             .field("file", &self.file)
             .field("password", &"<redacted>")
             .finish()

@@ -8,6 +8,7 @@
 //! asking again. Shapes and outcomes are pure (`shape`, `outcome`, `files`).
 
 pub mod files;
+pub mod keystores;
 pub mod outcome;
 pub mod shape;
 

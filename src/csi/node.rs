@@ -25,6 +25,8 @@ pub struct Issued {
     pub private_key_pem: String,
     pub certificate_pem: String,
     pub ca_pem: String,
+    /// The keystores and bundle the attributes ask for, named by them.
+    pub keystores: Vec<File>,
     /// When to issue again (renewal, issue 34, acts on it).
     pub next_issuance_time: jiff::Timestamp,
 }
@@ -52,11 +54,13 @@ pub fn files(publish: &Publish, issued: &Issued) -> Vec<File> {
         name: name.to_string(),
         contents: text.as_bytes().to_vec(),
     };
-    vec![
+    let mut files = vec![
         file(&names.private_key, &issued.private_key_pem),
         file(&names.certificate, &issued.certificate_pem),
         file(&names.ca, &issued.ca_pem),
-    ]
+    ];
+    files.extend(issued.keystores.iter().cloned());
+    files
 }
 
 /// The Node service of one node.

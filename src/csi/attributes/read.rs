@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use super::text::{csv, expand, list};
 use super::{
     Attributes, DEFAULT_DURATION, Issuer, OWN_PREFIX, PREFIX, PodInfo, Problem, Subject, SubjectFields,
-    annotations, duration, key, kind_problem, known_usage, literal_subject,
+    annotations, duration, key, kind_problem, known_usage, literal_subject, own,
 };
 use crate::api::GROUP;
 use crate::pki::keys::{Encoding, KeySpec};
@@ -64,7 +64,8 @@ impl<'a> Reader<'a> {
             .context
             .keys()
             .filter(|k| {
-                (k.starts_with(PREFIX) && !key::ALL.contains(&k.as_str())) || k.starts_with(OWN_PREFIX)
+                (k.starts_with(PREFIX) && !key::ALL.contains(&k.as_str()))
+                    || (k.starts_with(OWN_PREFIX) && !own::ALL.contains(&k.as_str()))
             })
             .collect();
         unknown.sort();

@@ -4,6 +4,7 @@ use jiff::SignedDuration;
 
 use super::text::{csv, expand};
 use super::*;
+use crate::pki::keystore::Pkcs12Profile;
 
 /// A table row's attributes.
 type Pairs = &'static [(&'static str, &'static str)];
@@ -50,6 +51,9 @@ fn defaults_are_csi_drivers_but_the_group_is_ours() {
             private_key: "tls.key".into(),
             ca: "ca.crt".into(),
             pkcs12: None,
+            pkcs12_profile: Pkcs12Profile::LegacyRc2,
+            jks: None,
+            bundle: None,
         },
         fs_group: None,
         annotations: BTreeMap::new(),
@@ -83,6 +87,11 @@ fn every_value_read() {
         (key::FS_GROUP, "2000"),
         (key::PKCS12_ENABLE, "true"),
         (key::PKCS12_PASSWORD, "changeit"),
+        (own::PKCS12_PROFILE, "Modern2023"),
+        (own::JKS_ENABLE, "true"),
+        (own::JKS_FILENAME, "trust.jks"),
+        (own::JKS_PASSWORD, "storepass"),
+        (own::BUNDLE_FILE, "tls-combined.pem"),
         ("policy.example.com/team", "payments"),
         ("plain", "not an annotation"),
     ])
@@ -111,10 +120,16 @@ fn every_value_read() {
             certificate: "cert.pem".into(),
             private_key: "key.pem".into(),
             ca: "ca.pem".into(),
-            pkcs12: Some(Pkcs12 {
+            pkcs12: Some(Keystore {
                 file: "keystore.p12".into(),
                 password: "changeit".into()
             }),
+            pkcs12_profile: Pkcs12Profile::Modern2023,
+            jks: Some(Keystore {
+                file: "trust.jks".into(),
+                password: "storepass".into()
+            }),
+            bundle: Some("tls-combined.pem".into()),
         }
     );
     assert_eq!(got.fs_group, Some(2000));
@@ -315,6 +330,36 @@ fn each_rule_has_its_message() {
             (key::PKCS12_FILENAME, "k.p12"),
             "csi.cert-manager.io/pkcs12-filename: set without pkcs12-enable",
         ),
+        (
+            "pkcs12 profile alone",
+            (own::PKCS12_PROFILE, "Modern2023"),
+            "csi.cfssl-issuer.wikimedia.org/pkcs12-profile: set without pkcs12-enable",
+        ),
+        (
+            "jks password",
+            (own::JKS_ENABLE, "true"),
+            "csi.cfssl-issuer.wikimedia.org/jks-password: required when jks-enable is \"true\"",
+        ),
+        (
+            "jks enable",
+            (own::JKS_ENABLE, "yes"),
+            "csi.cfssl-issuer.wikimedia.org/jks-enable: must be \"true\" or \"false\", not \"yes\"",
+        ),
+        (
+            "jks alone",
+            (own::JKS_PASSWORD, "changeit"),
+            "csi.cfssl-issuer.wikimedia.org/jks-password: set without jks-enable",
+        ),
+        (
+            "bundle path",
+            (own::BUNDLE_FILE, "certs/all.pem"),
+            "csi.cfssl-issuer.wikimedia.org/bundle-file: \"certs/all.pem\" must be a file name without '/'",
+        ),
+        (
+            "bundle over the key",
+            (own::BUNDLE_FILE, "tls.key"),
+            "csi.cfssl-issuer.wikimedia.org/bundle-file: \"tls.key\" is already the file of csi.cert-manager.io/privatekey-file",
+        ),
     ];
     for (name, pair, message) in cases {
         let got = parsed(&[*pair]).unwrap_err();
@@ -446,8 +491,8 @@ fn pod_info_needs_kubelets_keys() {
 }
 
 #[test]
-fn pkcs12_password_never_in_debug() {
-    let p = Pkcs12 {
+fn keystore_password_never_in_debug() {
+    let p = Keystore {
         file: "k.p12".into(),
         password: "hunter2".into(),
     };

@@ -9,6 +9,7 @@ use crate::csi::attributes::Attributes;
 use crate::csi::node::Issued;
 use crate::pki::keys::{Key, KeyError};
 
+use super::keystores::{KeystoreFileError, extra_files};
 use super::outcome::next_issuance;
 
 /// Why an issued certificate cannot be written into the volume.
@@ -26,6 +27,8 @@ pub enum CertificateError {
     Compare(String),
     #[error("cannot encode the volume's private key: {0}")]
     Key(#[source] KeyError),
+    #[error(transparent)]
+    Keystore(#[from] KeystoreFileError),
 }
 
 /// The volume's files from `certificate` (leaf first) and `ca`, after checking that the leaf
@@ -45,10 +48,20 @@ pub fn issued(
     let at = |seconds: i64| Timestamp::from_second(seconds).map_err(|_| CertificateError::Validity);
     let not_before = at(validity.not_before.timestamp())?;
     let not_after = at(validity.not_after.timestamp())?;
+    let private_key_pem = key.to_pem(attributes.encoding).map_err(CertificateError::Key)?;
+    let keystores = extra_files(
+        key,
+        &private_key_pem,
+        &certificate,
+        &ca,
+        &attributes.files,
+        not_before,
+    )?;
     Ok(Issued {
-        private_key_pem: key.to_pem(attributes.encoding).map_err(CertificateError::Key)?,
+        private_key_pem,
         certificate_pem: certificate,
         ca_pem: ca,
+        keystores,
         next_issuance_time: next_issuance(not_before, not_after, attributes.renew_before),
     })
 }

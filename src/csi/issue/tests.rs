@@ -457,3 +457,41 @@ fn pending_issuance_round_trips_private_and_0600() {
     store.clear_pending("csi-0b9d").unwrap();
     assert_eq!(store.pending("csi-0b9d").unwrap(), None);
 }
+
+#[test]
+fn keystores_and_bundle_hold_the_key_and_chain_as_asked() {
+    use crate::csi::attributes::own;
+    use crate::pki::keystore::{jks_opens_with, pkcs12_opens_with};
+    let publish = publish(&[
+        (key::DNS_NAMES, "web.shop.svc"),
+        (key::KEY_ALGORITHM, "ECDSA"),
+        (key::PKCS12_ENABLE, "true"),
+        (key::PKCS12_PASSWORD, "p12-pass"),
+        (own::JKS_ENABLE, "true"),
+        (own::JKS_PASSWORD, "jks-pass"),
+        (own::BUNDLE_FILE, "tls-combined.pem"),
+    ]);
+    let spec = certificate_spec(&publish.attributes);
+    let key = fixtures::key(KeySpec::Ecdsa(256), false);
+    let leaf = String::from_utf8(fixtures::certificate_pem(&spec, key, (2026, 1, 1), (2026, 1, 31))).unwrap();
+    let issued = files::issued(key, leaf.clone(), leaf.clone(), &publish.attributes).unwrap();
+    let names: Vec<&str> = issued.keystores.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["tls-combined.pem", "keystore.p12", "keystore.jks"]);
+    let bundle = String::from_utf8(issued.keystores[0].contents.clone()).unwrap();
+    assert_eq!(bundle, format!("{}{leaf}", issued.private_key_pem));
+    assert!(pkcs12_opens_with(&issued.keystores[1].contents, "p12-pass"));
+    assert!(!pkcs12_opens_with(&issued.keystores[1].contents, "jks-pass"));
+    assert!(jks_opens_with(&issued.keystores[2].contents, "jks-pass"));
+    assert!(!jks_opens_with(&issued.keystores[2].contents, "p12-pass"));
+    let plain = publish_files_only(&publish);
+    let none = files::issued(key, leaf.clone(), leaf, &plain.attributes).unwrap();
+    assert!(none.keystores.is_empty());
+}
+
+fn publish_files_only(with: &Publish) -> Publish {
+    let mut plain = with.clone();
+    plain.attributes.files.pkcs12 = None;
+    plain.attributes.files.jks = None;
+    plain.attributes.files.bundle = None;
+    plain
+}
