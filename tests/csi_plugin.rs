@@ -44,9 +44,14 @@ impl Mounter for FakeMounts {
 
 /// A self-signed certificate for the volume's DNS names; `issuer-name: refused` is refused.
 #[derive(Default)]
-struct FakeIssuer(AtomicU32);
+struct FakeIssuer(AtomicU32, Mutex<Vec<String>>);
 
 impl Issue for FakeIssuer {
+    async fn refused(&self, publish: &Publish, reason: &str, message: &str) {
+        let told = format!("{} {reason}: {message}", publish.pod.name);
+        self.1.lock().unwrap().push(told);
+    }
+
     async fn issue(&self, publish: &Publish) -> Result<Issued, tonic::Status> {
         self.0.fetch_add(1, Ordering::SeqCst);
         if publish.attributes.issuer.name == "refused" {
@@ -119,6 +124,10 @@ struct Plugin {
 }
 
 async fn start() -> Plugin {
+    start_with(cfssl_issuer::csi::node::DEFAULT_MAX_VOLUMES).await
+}
+
+async fn start_with(max_volumes: usize) -> Plugin {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("csi.sock");
     let store_root = dir.path().join("volumes");
@@ -133,7 +142,8 @@ async fn start() -> Plugin {
         Store::open(&store_root).unwrap(),
         mounts.clone(),
         issuer.clone(),
-    );
+    )
+    .with_max_volumes(max_volumes);
     let listener = listen(&socket).unwrap();
     tokio::spawn(serve(listener, identity, node, std::future::pending()));
     Plugin {
@@ -377,4 +387,45 @@ async fn the_subcommand_serves() {
     );
     assert!(!dir.path().join("data/volumes/csi-2").exists());
     child.kill().await.unwrap();
+}
+
+/// A node holding `--max-volumes` refuses a new volume with RESOURCE_EXHAUSTED and tells its
+/// pod, before any issuance; a volume it holds is still served, and a released one makes room.
+#[tokio::test]
+async fn a_full_node_refuses_new_volumes_and_tells_the_pod() {
+    let plugin = start_with(1).await;
+    let mut node = NodeClient::new(plugin.channel.clone());
+    let first = publish_request("csi-1", "team-ca");
+    node.node_publish_volume(first.clone()).await.unwrap();
+    let refused = node
+        .node_publish_volume(publish_request("csi-2", "team-ca"))
+        .await
+        .unwrap_err();
+    let message = "node node-1 holds 1 certificate volumes, its limit (--max-volumes 1); \
+                   kubelet retries once other pods' volumes are released";
+    assert_eq!(
+        (refused.code(), refused.message()),
+        (Code::ResourceExhausted, message)
+    );
+    assert_eq!(
+        plugin.issuer.0.load(Ordering::SeqCst),
+        1,
+        "no issuance for the refused volume"
+    );
+    assert_eq!(
+        *plugin.issuer.1.lock().unwrap(),
+        [format!("web-0 VolumeLimitReached: {message}")]
+    );
+    assert!(!plugin.store.join("csi-2").exists());
+    node.node_publish_volume(first.clone()).await.unwrap();
+    node.node_unpublish_volume(NodeUnpublishVolumeRequest {
+        volume_id: "csi-1".into(),
+        target_path: first.target_path.clone(),
+    })
+    .await
+    .unwrap();
+    node.node_publish_volume(publish_request("csi-2", "team-ca"))
+        .await
+        .unwrap();
+    assert_eq!(plugin.issuer.0.load(Ordering::SeqCst), 2);
 }

@@ -211,13 +211,12 @@ impl CertificateRequests {
         wait_for(&api, name, &qualified(publish, name)).await
     }
 
-    /// Posts the denial on the Pod; an Event is a courtesy (the Publish's answer says it),
-    /// so a failure is logged, never returned.
-    async fn tell_pod(&self, publish: &Publish, request: &str, message: &str) {
-        let event = outcome::denied_event(publish, &self.node_id, request, message, (self.clock)());
+    /// Posts `event` on the Pod; an Event is a courtesy (the Publish's answer says it), so a
+    /// failure is logged, never returned.
+    async fn tell_pod(&self, publish: &Publish, event: Event) {
         let events: Api<Event> = Api::namespaced(self.client.clone(), &publish.pod.namespace);
         if let Err(error) = events.create(&PostParams::default(), &event).await {
-            tracing::warn!(%error, volume = %publish.volume_id, "cannot post the denial Event on the pod");
+            tracing::warn!(%error, volume = %publish.volume_id, "cannot post an Event on the pod");
         }
     }
 
@@ -254,7 +253,8 @@ impl CertificateRequests {
                 Ok(issued)
             }
             Outcome::Denied(message) => {
-                self.tell_pod(publish, &request, &message).await;
+                let event = outcome::denied_event(publish, &self.node_id, &request, &message, (self.clock)());
+                self.tell_pod(publish, event).await;
                 Err(IssueError::Denied { request, message })
             }
             Outcome::Failed(message) => Err(IssueError::Failed { request, message }),
@@ -300,6 +300,11 @@ async fn wait_for(api: &Api<CertificateRequest>, name: &str, request: &str) -> R
 }
 
 impl Issue for CertificateRequests {
+    async fn refused(&self, publish: &Publish, reason: &str, message: &str) {
+        let event = outcome::pod_event(&publish.pod, &self.node_id, reason, message, (self.clock)());
+        self.tell_pod(publish, event).await;
+    }
+
     async fn issue(&self, publish: &Publish) -> Result<Issued, Status> {
         let result = self.issue_volume(publish).await;
         match &result {

@@ -45,7 +45,16 @@ impl std::fmt::Debug for Issued {
 /// [`decide::keep_after`]).
 pub trait Issue: Send + Sync + 'static {
     fn issue(&self, publish: &Publish) -> impl Future<Output = Result<Issued, Status>> + Send;
+
+    /// Tells the pod's owner why its Publish was refused before any issuance (a Warning Event
+    /// in `kubectl describe pod`); a courtesy, so it returns nothing.
+    fn refused(&self, _publish: &Publish, _reason: &str, _message: &str) -> impl Future<Output = ()> + Send {
+        async {}
+    }
 }
+
+/// `--max-volumes`' default: a node's default pod limit (110) with two volumes each, and room.
+pub const DEFAULT_MAX_VOLUMES: usize = 256;
 
 /// The volume's files from an issuance, named by its attributes.
 pub fn files(publish: &Publish, issued: &Issued) -> Vec<File> {
@@ -69,6 +78,10 @@ pub struct NodeService<I, M> {
     store: Store,
     mounter: Arc<M>,
     issuer: Arc<I>,
+    max_volumes: usize,
+    /// Held from counting the volumes to recording a new one, so that concurrent Publishes
+    /// cannot all pass the limit.
+    admission: std::sync::Mutex<()>,
 }
 
 impl<I: Issue, M: Mounter> NodeService<I, M> {
@@ -78,15 +91,33 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             store,
             mounter,
             issuer,
+            max_volumes: DEFAULT_MAX_VOLUMES,
+            admission: std::sync::Mutex::new(()),
         }
     }
 
-    /// Issues and writes a volume the store does not hold issued; on failure, nothing of it
+    /// At most `max` volumes on this node (`--max-volumes`).
+    pub fn with_max_volumes(mut self, max: usize) -> Self {
+        self.max_volumes = max;
+        self
+    }
+
+    /// Records a new volume, unless the node holds its maximum already.
+    fn admit(&self, publish: &Publish) -> Result<(), Status> {
+        let _held = self
+            .admission
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let volumes = self.store.volume_ids().map_err(internal)?.len();
+        decide::room(volumes, self.max_volumes, &self.node_id)?;
+        self.store.put_metadata(&publish.metadata).map_err(internal)
+    }
+
+    /// Issues and writes a volume recorded but not issued; on failure, nothing of it
     /// is left (kubelet never unpublishes a volume whose Publish failed), unless the issuance
     /// is still in flight and kubelet's retry resumes it.
     async fn issue_and_write(&self, publish: &Publish) -> Result<(), Status> {
         let id = &publish.volume_id;
-        self.store.put_metadata(&publish.metadata).map_err(internal)?;
         let written = async {
             let issued = self.issuer.issue(publish).await?;
             self.store
@@ -109,6 +140,15 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
         let publish = decide::publish(request)?;
         let stored = self.store.metadata(&publish.volume_id).map_err(internal)?;
         let again = stored.map(|s| decide::again(&s, &publish)).transpose()?;
+        if again.is_none()
+            && let Err(refused) = self.admit(&publish)
+        {
+            if refused.code() == tonic::Code::ResourceExhausted {
+                let message = refused.message();
+                self.issuer.refused(&publish, "VolumeLimitReached", message).await;
+            }
+            return Err(refused);
+        }
         if again != Some(Again::Issued) {
             self.issue_and_write(&publish).await?;
         }

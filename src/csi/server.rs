@@ -45,6 +45,11 @@ pub struct CsiArgs {
     /// asks again. A volume whose pod is gone is collected at the next pass (every 5m).
     #[arg(long, default_value = "1h", value_parser = max_age)]
     pub pending_max_age: Duration,
+    /// The most volumes this node holds; a Publish past it is refused RESOURCE_EXHAUSTED with a
+    /// Warning Event on its Pod. The scheduler does not count inline CSI volumes: size it as the
+    /// node's pod limit times the certificate volumes a pod mounts.
+    #[arg(long, default_value_t = super::node::DEFAULT_MAX_VOLUMES as u32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_volumes: u32,
 }
 
 /// A positive Go duration.
@@ -181,7 +186,8 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     ready.set();
     tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer));
+    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer))
+        .with_max_volumes(args.max_volumes as usize);
     serve(listener, identity, node, terminated()).await
 }
 

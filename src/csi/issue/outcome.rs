@@ -11,6 +11,7 @@ use crate::api::certmanager::{
     REASON_FAILED,
 };
 use crate::api::cut_at_char;
+use crate::csi::attributes::PodInfo;
 use crate::csi::node::Publish;
 
 /// The longest `status.certificate` (or `status.ca`) taken into a volume: a leaf and a long
@@ -124,10 +125,18 @@ fn instance(node_id: &str) -> String {
 }
 
 /// The Warning Event a denied request leaves on its Pod (the pod's owner sees it in
-/// `kubectl describe pod`, where a failed mount is looked for), named as client-go names a
-/// first occurrence: `<pod>.<nanoseconds in hex>`.
+/// `kubectl describe pod`, where a failed mount is looked for).
 pub fn denied_event(publish: &Publish, node_id: &str, request: &str, message: &str, now: Timestamp) -> Event {
-    let pod = &publish.pod;
+    let note = format!(
+        "volume {}: CertificateRequest {request} was denied: {message}",
+        publish.volume_id
+    );
+    pod_event(&publish.pod, node_id, "CertificateRequestDenied", &note, now)
+}
+
+/// A Warning Event on `pod` from this node's plugin, named as client-go names a first
+/// occurrence: `<pod>.<nanoseconds in hex>`.
+pub fn pod_event(pod: &PodInfo, node_id: &str, reason: &str, message: &str, now: Timestamp) -> Event {
     Event {
         metadata: ObjectMeta {
             name: Some(format!("{}.{:x}", pod.name, now.as_nanosecond())),
@@ -136,12 +145,9 @@ pub fn denied_event(publish: &Publish, node_id: &str, request: &str, message: &s
         },
         event_time: Some(MicroTime(now)),
         type_: Some("Warning".into()),
-        reason: Some("CertificateRequestDenied".into()),
+        reason: Some(reason.into()),
         action: Some("Issuing".into()),
-        note: Some(note(&format!(
-            "volume {}: CertificateRequest {request} was denied: {message}",
-            publish.volume_id
-        ))),
+        note: Some(note(message)),
         regarding: Some(ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Pod".into()),

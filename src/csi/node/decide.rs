@@ -157,3 +157,16 @@ pub fn unpublish(request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
 pub fn keep_after(code: Code) -> bool {
     code == Code::DeadlineExceeded
 }
+
+/// Whether a node holding `held` volumes may take a new one. The scheduler does not count
+/// inline CSI volumes, so a full node keeps getting pods: each waits, with this message, until
+/// volumes are released (kubelet retries the Publish).
+pub fn room(held: usize, max: usize, node: &str) -> Result<(), Status> {
+    if held < max {
+        return Ok(());
+    }
+    Err(Status::resource_exhausted(format!(
+        "node {node} holds {held} certificate volumes, its limit (--max-volumes {max}); \
+         kubelet retries once other pods' volumes are released"
+    )))
+}

@@ -220,3 +220,24 @@ fn the_one_capability_is_volume_mount_group() {
     };
     assert_eq!(rpc.r#type, 6, "VOLUME_MOUNT_GROUP is 6 in the spec");
 }
+
+#[test]
+fn a_full_node_takes_no_new_volume() {
+    let full = |held: usize| {
+        format!(
+            "node node-1 holds {held} certificate volumes, its limit (--max-volumes 256); \
+             kubelet retries once other pods' volumes are released"
+        )
+    };
+    let cases = [
+        (0, None),
+        (255, None),
+        (256, Some(full(256))),
+        (300, Some(full(300))),
+    ];
+    for (held, want) in cases {
+        let got = decide::room(held, 256, "node-1").err();
+        let got = got.map(|s| (s.code(), s.message().to_string()));
+        assert_eq!(got, want.map(|m| (Code::ResourceExhausted, m)), "{held}");
+    }
+}
