@@ -77,7 +77,7 @@ EOF
 
 socket=$tmp/csi.sock
 KUBECONFIG=$tmp/kubeconfig RUST_LOG=${RUST_LOG:-info} "$plugin" csi \
-  --endpoint "unix://$socket" --node-id sanity-node --data-root "$tmp/data" \
+  --endpoint "unix://$socket" --node-id sanity-node --data-root "$tmp/data" --metrics-addr 127.0.0.1:0 \
   > "$tmp/plugin.log" 2>&1 &
 plugin_pid=$!
 

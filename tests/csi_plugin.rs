@@ -66,6 +66,7 @@ impl Issue for FakeIssuer {
             ca_pem: cert.pem(),
             keystores: Vec::new(),
             next_issuance_time: jiff::Timestamp::now(),
+            not_after: jiff::Timestamp::now(),
         })
     }
 }
@@ -347,12 +348,17 @@ fn unreachable_kubeconfig(dir: &Path) -> PathBuf {
 async fn the_subcommand_serves() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("plugin.sock");
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_cfssl-issuer"))
         .env("KUBECONFIG", unreachable_kubeconfig(dir.path()))
         .arg("csi")
         .arg(format!("--endpoint=unix://{}", socket.display()))
         .arg("--node-id=node-7")
         .arg(format!("--data-root={}", dir.path().join("data").display()))
+        .arg(format!("--metrics-addr={metrics}"))
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -386,6 +392,21 @@ async fn the_subcommand_serves() {
         status.message()
     );
     assert!(!dir.path().join("data/volumes/csi-2").exists());
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let scraped = reqwest::get(format!("http://{metrics}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "cfssl_issuer_csi_publish_duration_seconds_count{code=\"Unavailable\"} 1",
+        "cfssl_issuer_csi_issuance_duration_seconds_count{code=\"Unavailable\"} 1",
+        "cfssl_issuer_csi_volumes{state=\"issued\"} 0",
+        "cfssl_issuer_csi_requests_created_total 0",
+    ] {
+        assert!(scraped.contains(line), "{line} in\n{scraped}");
+    }
     child.kill().await.unwrap();
 }
 

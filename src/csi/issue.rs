@@ -12,6 +12,7 @@ pub mod keystores;
 pub mod outcome;
 pub mod shape;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -23,6 +24,7 @@ use tonic::{Code, Status};
 use crate::api::certmanager::CertificateRequest;
 use crate::clock::Clock;
 use crate::crypto_pool::{CryptoError, CryptoPool};
+use crate::csi::metrics::CsiMetrics;
 use crate::csi::node::{Issue, Issued, Publish};
 use crate::csi::store::{Pending, Store, StoreError};
 use crate::pki::keys::{Key, KeyError};
@@ -96,6 +98,7 @@ pub struct CertificateRequests {
     /// How long a Publish waits for its request.
     wait: Duration,
     clock: Clock,
+    metrics: Option<Arc<CsiMetrics>>,
 }
 
 /// A pending issuance with its key parsed.
@@ -115,7 +118,14 @@ impl CertificateRequests {
             node_id: node_id.to_string(),
             wait,
             clock,
+            metrics: None,
         }
+    }
+
+    /// Counts the requests created in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<CsiMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// The volume's issuance in flight, or a new one (key, name) recorded before any request
@@ -188,6 +198,9 @@ impl CertificateRequests {
         api.create(&PostParams::default(), &object)
             .await
             .map_err(|source| IssueError::Create { request, source })?;
+        if let Some(metrics) = &self.metrics {
+            metrics.request_created();
+        }
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::metrics::CsiMetrics;
 use super::proto::node_server::Node;
 use super::proto::node_service_capability::{Rpc, rpc::Type as RpcType};
 use super::proto::{
@@ -29,6 +30,8 @@ pub struct Issued {
     pub keystores: Vec<File>,
     /// When to issue again (renewal, issue 34, acts on it).
     pub next_issuance_time: jiff::Timestamp,
+    /// The leaf's notAfter.
+    pub not_after: jiff::Timestamp,
 }
 
 impl std::fmt::Debug for Issued {
@@ -82,6 +85,7 @@ pub struct NodeService<I, M> {
     /// Held from counting the volumes to recording a new one, so that concurrent Publishes
     /// cannot all pass the limit.
     admission: std::sync::Mutex<()>,
+    metrics: Option<Arc<CsiMetrics>>,
 }
 
 impl<I: Issue, M: Mounter> NodeService<I, M> {
@@ -93,7 +97,14 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             issuer,
             max_volumes: DEFAULT_MAX_VOLUMES,
             admission: std::sync::Mutex::new(()),
+            metrics: None,
         }
+    }
+
+    /// Reports Publish and issuance latencies to `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<CsiMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// At most `max` volumes on this node (`--max-volumes`).
@@ -119,12 +130,19 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
     async fn issue_and_write(&self, publish: &Publish) -> Result<(), Status> {
         let id = &publish.volume_id;
         let written = async {
-            let issued = self.issuer.issue(publish).await?;
+            let started = std::time::Instant::now();
+            let issued = self.issuer.issue(publish).await;
+            if let Some(metrics) = &self.metrics {
+                let code = issued.as_ref().map_or_else(Status::code, |_| tonic::Code::Ok);
+                metrics.issuance(code, started.elapsed().as_secs_f64());
+            }
+            let issued = issued?;
             self.store
                 .write_files(id, &files(publish, &issued), publish.group)
                 .map_err(internal)?;
             let mut metadata = publish.metadata.clone();
             metadata.next_issuance_time = Some(issued.next_issuance_time);
+            metadata.not_after = Some(issued.not_after);
             self.store.put_metadata(&metadata).map_err(internal)
         };
         if let Err(status) = written.await {
@@ -206,7 +224,13 @@ impl<I: Issue, M: Mounter> Node for NodeService<I, M> {
         &self,
         request: Request<NodePublishVolumeRequest>,
     ) -> Result<Response<NodePublishVolumeResponse>, Status> {
-        self.publish(request.get_ref()).await?;
+        let started = std::time::Instant::now();
+        let published = self.publish(request.get_ref()).await;
+        if let Some(metrics) = &self.metrics {
+            let code = published.as_ref().map_or_else(Status::code, |()| tonic::Code::Ok);
+            metrics.publish(code, started.elapsed().as_secs_f64());
+        }
+        published?;
         Ok(Response::new(NodePublishVolumeResponse {}))
     }
 

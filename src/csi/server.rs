@@ -13,6 +13,7 @@ use tokio::net::UnixListener;
 use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
 use super::issue::CertificateRequests;
+use super::metrics::CsiMetrics;
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
@@ -50,6 +51,9 @@ pub struct CsiArgs {
     /// node's pod limit times the certificate volumes a pod mounts.
     #[arg(long, default_value_t = super::node::DEFAULT_MAX_VOLUMES as u32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_volumes: u32,
+    /// Address of the Prometheus `/metrics` endpoint; `0` (the port) picks a free one.
+    #[arg(long, default_value = "0.0.0.0:8080")]
+    pub metrics_addr: std::net::SocketAddr,
 }
 
 /// A positive Go duration.
@@ -85,6 +89,11 @@ pub enum ServeError {
     Endpoint(String),
     #[error("cannot listen on {}: {source}", path.display())]
     Listen { path: PathBuf, source: io::Error },
+    #[error("cannot serve /metrics on {addr}: {source}")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        source: io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("gRPC server: {0}")]
@@ -182,12 +191,21 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let clock = crate::clock::system_clock();
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
-    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock);
+    let metrics = Arc::new(CsiMetrics::new(store.clone(), clock.clone()));
+    let metrics_at = super::metrics::serve(args.metrics_addr, metrics.clone())
+        .await
+        .map_err(|source| ServeError::Metrics {
+            addr: args.metrics_addr,
+            source,
+        })?;
+    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock)
+        .with_metrics(metrics.clone());
     ready.set();
-    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
+    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, metrics = %metrics_at, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
     let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer))
-        .with_max_volumes(args.max_volumes as usize);
+        .with_max_volumes(args.max_volumes as usize)
+        .with_metrics(metrics);
     serve(listener, identity, node, terminated()).await
 }
 

@@ -63,5 +63,6 @@ pub fn issued(
         ca_pem: ca,
         keystores,
         next_issuance_time: next_issuance(not_before, not_after, attributes.renew_before),
+        not_after,
     })
 }

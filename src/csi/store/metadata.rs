@@ -19,6 +19,9 @@ pub struct Metadata {
     /// When to issue again; absent until the first issuance is written.
     #[serde(default, skip_serializing_if = "Option::is_none", with = "rfc3339")]
     pub next_issuance_time: Option<Timestamp>,
+    /// The issued certificate's notAfter (ours; csi-lib has no such field), for the metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "rfc3339")]
+    pub not_after: Option<Timestamp>,
     /// The volume's attributes and kubelet's pod info, without the token.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     volume_context: BTreeMap<String, String>,
@@ -39,6 +42,7 @@ impl Metadata {
             volume_id: volume_id.to_string(),
             target_path: target_path.to_string(),
             next_issuance_time: None,
+            not_after: None,
             volume_context,
             volume_mount_group: None,
         }
