@@ -74,12 +74,13 @@ fuzz: ## Fuzz the parsers: a million cases per target, random seeds, release (ma
 	FUZZ_CASES=$(or $(FUZZ_CASES),1000000) FUZZ_SEED=$(or $(FUZZ_SEED),random) $(CARGO) test --release -p simple-cfssl --test fuzz_requests -- --nocapture
 
 .PHONY: bench
-bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, end to end and standalone mode (release)
+bench: ## Benchmarks: CFSSL client vs raw HTTP (multirootca), reconciler cost, end to end, standalone mode and the CSI plugin (release)
 	$(CARGO) bench --bench cfssl_sign
 	$(CARGO) bench --bench reconcile
 	$(CARGO) build --release -p cfssl-issuer --bin cfssl-issuer
 	$(CARGO) run --release -p e2e --bin bench
 	$(CARGO) run --release -p e2e --bin bench-standalone
+	$(CARGO) run --release -p e2e --bin bench-csi
 	TENANTS_N=1000 $(CARGO) test --release -p e2e --test e2e_tenants hostile_requests -- --nocapture
 
 ##@ Images (need a Docker engine)
