@@ -38,7 +38,11 @@ fn csi_flags() -> BTreeSet<String> {
 /// `args` (a container's, starting with `csi`) name only flags of `cfssl-issuer csi` (or ones
 /// still pending) and its parser accepts them, values included.
 fn assert_plugin_accepts(args: &[&str]) {
-    assert_eq!(args.first(), Some(&"csi"), "args start with the csi command: {args:?}");
+    assert_eq!(
+        args.first(),
+        Some(&"csi"),
+        "args start with the csi command: {args:?}"
+    );
     let defined = csi_flags();
     let mut kept = vec!["cfssl-issuer".to_string()];
     for arg in &args[1..] {
@@ -91,7 +95,10 @@ fn verbs_and_resources_in_code() -> (BTreeSet<&'static str>, BTreeSet<&'static s
                 if file != "tests" {
                     dirs.push(path);
                 }
-            } else if path.extension().is_some_and(|e| e == "rs") && file != "tests.rs" && file != "testing.rs" {
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && file != "tests.rs"
+                && file != "testing.rs"
+            {
                 files.push(path);
             }
         }
@@ -112,10 +119,12 @@ fn verbs_and_resources_in_code() -> (BTreeSet<&'static str>, BTreeSet<&'static s
         let mut rest = code;
         while let Some(at) = rest.find("Api<") {
             let ty = &rest[at..rest[at..].find('>').map_or(rest.len(), |end| at + end + 1)];
-            let resource = TYPES
-                .iter()
-                .find(|(t, _)| *t == ty)
-                .unwrap_or_else(|| panic!("{}: {ty} is new; add its resource here and its grant to the plugin's ClusterRole", path.display()));
+            let resource = TYPES.iter().find(|(t, _)| *t == ty).unwrap_or_else(|| {
+                panic!(
+                    "{}: {ty} is new; add its resource here and its grant to the plugin's ClusterRole",
+                    path.display()
+                )
+            });
             resources.insert(resource.1);
             rest = &rest[at + 4..];
         }
@@ -264,10 +273,17 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
     for c in pod["containers"].as_array().unwrap() {
         let (cname, sc) = (c["name"].as_str().unwrap(), &c["securityContext"]);
         let driver = cname == "csi-driver";
-        assert_eq!(sc["privileged"] == true, driver, "{cname}: privileged only on the plugin");
+        assert_eq!(
+            sc["privileged"] == true,
+            driver,
+            "{cname}: privileged only on the plugin"
+        );
         assert_eq!(sc["readOnlyRootFilesystem"], true, "{cname}: read-only root");
         assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{cname}: drop ALL");
-        assert!(sc["capabilities"]["add"].is_null(), "{cname}: no added capability");
+        assert!(
+            sc["capabilities"]["add"].is_null(),
+            "{cname}: no added capability"
+        );
         if !driver {
             assert_eq!(sc["allowPrivilegeEscalation"], false, "{cname}: no escalation");
         }
@@ -329,8 +345,15 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
     assert_plugin_accepts(&args);
-    let data_root = args.iter().find_map(|a| a.strip_prefix("--data-root=")).expect("--data-root");
-    assert_eq!(mounts[&("csi-driver", data_root)], want.data_dir, "--data-root is the data directory");
+    let data_root = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--data-root="))
+        .expect("--data-root");
+    assert_eq!(
+        mounts[&("csi-driver", data_root)],
+        want.data_dir,
+        "--data-root is the data directory"
+    );
     let node_id = plugin["env"]
         .as_array()
         .unwrap()
@@ -341,19 +364,31 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
     let registrar = container(pod, "node-driver-registrar");
     assert_eq!(registrar["image"], want.registrar_image);
     let registrar_args = strings(&registrar["args"]);
-    assert!(registrar_args.contains(&"--csi-address=/plugin/csi.sock"), "{registrar_args:?}");
+    assert!(
+        registrar_args.contains(&"--csi-address=/plugin/csi.sock"),
+        "{registrar_args:?}"
+    );
     let registration = format!("--kubelet-registration-path={plugin_dir}/csi.sock");
-    assert!(registrar_args.contains(&registration.as_str()), "{registrar_args:?}");
+    assert!(
+        registrar_args.contains(&registration.as_str()),
+        "{registrar_args:?}"
+    );
     let liveness = container(pod, "liveness-probe");
     assert_eq!(liveness["image"], want.liveness_image);
     let liveness_args = strings(&liveness["args"]);
-    assert!(liveness_args.contains(&"--csi-address=/plugin/csi.sock"), "{liveness_args:?}");
+    assert!(
+        liveness_args.contains(&"--csi-address=/plugin/csi.sock"),
+        "{liveness_args:?}"
+    );
     let port = format!("--health-port={}", want.health_port);
     assert!(liveness_args.contains(&port.as_str()), "{liveness_args:?}");
     assert_eq!(liveness["ports"][0]["containerPort"], want.health_port);
     let probe = &plugin["livenessProbe"]["httpGet"];
     assert_eq!(probe["path"], "/healthz");
-    assert_eq!(probe["port"], want.health_port, "the plugin's probe asks the sidecar");
+    assert_eq!(
+        probe["port"], want.health_port,
+        "the plugin's probe asks the sidecar"
+    );
 
     // Its own ServiceAccount, with exactly what the code does.
     let sa = kind(docs, "ServiceAccount")
@@ -367,7 +402,10 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
     let granted_verbs: BTreeSet<&str> = granted.iter().map(|g| g.3.as_str()).collect();
     let granted_resources: BTreeSet<&str> = granted.iter().map(|g| g.2.as_str()).collect();
     assert_eq!(granted_verbs, verbs, "the verbs src/csi/ calls, and no other");
-    assert_eq!(granted_resources, resources, "the resources src/csi/ calls, and no other");
+    assert_eq!(
+        granted_resources, resources,
+        "the resources src/csi/ calls, and no other"
+    );
 
     // The manager's selectors never take the plugin's pods.
     let labels = &ds["spec"]["template"]["metadata"]["labels"];
@@ -377,13 +415,25 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
             .is_some_and(|s| !s.is_empty() && s.iter().all(|(k, v)| &labels[k] == v))
     };
     for d in kind(docs, "Deployment") {
-        assert!(!selected(&d["spec"]["selector"]["matchLabels"]), "{} selects the plugin", name(d));
+        assert!(
+            !selected(&d["spec"]["selector"]["matchLabels"]),
+            "{} selects the plugin",
+            name(d)
+        );
     }
     for s in kind(docs, "Service") {
-        assert!(!selected(&s["spec"]["selector"]), "{} selects the plugin", name(s));
+        assert!(
+            !selected(&s["spec"]["selector"]),
+            "{} selects the plugin",
+            name(s)
+        );
     }
     for p in kind(docs, "PodDisruptionBudget") {
-        assert!(!selected(&p["spec"]["selector"]["matchLabels"]), "{} selects the plugin", name(p));
+        assert!(
+            !selected(&p["spec"]["selector"]["matchLabels"]),
+            "{} selects the plugin",
+            name(p)
+        );
     }
 }
 
@@ -392,7 +442,11 @@ fn assert_manager_unchanged(docs: &[Value], manager_sa: &str) {
     let mut expected = manager_grants();
     expected.extend(kubernetes_csr_grants(KubernetesCsr::AllSigners));
     expected.extend(leader_election_grants(NAMESPACE));
-    assert_eq!(grants_of(docs, NAMESPACE, manager_sa), expected, "the manager's RBAC");
+    assert_eq!(
+        grants_of(docs, NAMESPACE, manager_sa),
+        expected,
+        "the manager's RBAC"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -405,7 +459,10 @@ fn chart_csi_disabled_by_default_renders_none_of_the_plugin() {
     let dropped = plugin_objects();
     let dropped: Vec<&str> = dropped.iter().map(String::as_str).collect();
     assert_only_dropped(&chart_case("csi-defaults"), &chart_case("default"), &dropped);
-    assert!(!chart_notes("default").contains("pod-security"), "no label step without the plugin");
+    assert!(
+        !chart_notes("default").contains("pod-security"),
+        "no label step without the plugin"
+    );
 }
 
 #[test]
@@ -415,7 +472,10 @@ fn chart_csi_defaults_render_the_plugin() {
     assert_manager_unchanged(&docs, "cfssl-issuer");
     let pod = &one(&docs, "DaemonSet")["spec"]["template"]["spec"];
     assert_eq!(pod["priorityClassName"], "system-node-critical");
-    assert_eq!(container(pod, "csi-driver")["image"], one(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]);
+    assert_eq!(
+        container(pod, "csi-driver")["image"],
+        one(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"]
+    );
     let notes = chart_notes("csi-defaults");
     assert!(
         notes.contains(&format!(
@@ -448,10 +508,18 @@ fn chart_csi_values_reach_the_plugin() {
         },
     );
     let pod = &one(&docs, "DaemonSet")["spec"]["template"]["spec"];
-    assert!(pod["priorityClassName"].is_null(), "priorityClassName \"\" renders none");
+    assert!(
+        pod["priorityClassName"].is_null(),
+        "priorityClassName \"\" renders none"
+    );
     assert_eq!(pod["tolerations"][0]["operator"], "Exists");
     let defaults = chart_case("csi-defaults");
-    let default_args = strings(&container(&one(&defaults, "DaemonSet")["spec"]["template"]["spec"], "csi-driver")["args"]);
+    let default_args = strings(
+        &container(
+            &one(&defaults, "DaemonSet")["spec"]["template"]["spec"],
+            "csi-driver",
+        )["args"],
+    );
     assert!(
         !default_args.iter().any(|a| a.starts_with("--mount-context")),
         "an empty mountContext passes no flag: {default_args:?}"
@@ -461,10 +529,13 @@ fn chart_csi_values_reach_the_plugin() {
 /// The chart's defaults are the binary's, where the binary has a default.
 #[test]
 fn chart_csi_defaults_are_the_flags_defaults() {
-    let flags = Csi::try_parse_from(["cfssl-issuer", "--node-id=node-1"]).expect("defaults").csi;
+    let flags = Csi::try_parse_from(["cfssl-issuer", "--node-id=node-1"])
+        .expect("defaults")
+        .csi;
     let values: Value = serde_saphyr::from_str(&read(format!("{CHART}/values.yaml"))).expect("values.yaml");
     let csi = &values["csi"];
-    let duration = |key: &str| cfssl_issuer::manager::parse_duration(csi[key].as_str().expect(key)).expect("a duration");
+    let duration =
+        |key: &str| cfssl_issuer::manager::parse_duration(csi[key].as_str().expect(key)).expect("a duration");
     assert_eq!(csi["driverName"], flags.driver_name.as_str());
     assert_eq!(duration("issuanceTimeout"), flags.issuance_timeout);
     assert_eq!(duration("pendingMaxAge"), flags.pending_max_age);
@@ -554,7 +625,10 @@ fn kustomize_csi_driver_component_is_the_charts_defaults() {
 /// It composes with the other components, listed after them.
 #[test]
 fn kustomize_csi_driver_component_composes_with_standalone_and_namespace_scoped() {
-    let docs = overlay_with("csi-driver-standalone", &["certificate-controllers", "csi-driver"]);
+    let docs = overlay_with(
+        "csi-driver-standalone",
+        &["certificate-controllers", "csi-driver"],
+    );
     assert_plugin(&docs, NAMESPACE, &DEFAULTS);
     assert_standalone_parts(&docs, true, true);
     let docs = overlay_with("csi-driver-scoped", &["namespace-scoped", "csi-driver"]);
