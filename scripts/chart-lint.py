@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Lint and render the Helm chart with Helm's own engine, without a helm binary or a cluster.
 
-For the chart's default values and for every charts/cfssl-issuer/ci/*-values.yaml:
+For the chart's default values and for every charts/cfssl-issuer/ci/*-values.yaml (or, with
+--values FILE, for those files only: the tests check that the chart refuses some):
 
 1. `helm lint` through helm-sdkpy (Helm 4.3 as a shared library). Its Lint takes no values
    argument and reports findings without their text, so it lints a copy of the chart whose
@@ -159,6 +160,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chart", type=Path, default=CHART, help="chart directory")
     parser.add_argument("--out", type=Path, help="write each case's manifests and notes here")
+    parser.add_argument(
+        "--values",
+        type=Path,
+        action="append",
+        help="check only these values files instead of the defaults and ci/ (repeatable); "
+        "tests/deploy_manifests.rs uses it for values the chart must refuse",
+    )
     parser.add_argument("--sdkpy-lint", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sdkpy_lint:
@@ -179,8 +187,8 @@ def main() -> int:
 
     chart = args.chart.resolve()
     defaults = yaml.safe_load((chart / "values.yaml").read_text()) or {}
-    cases = {"default": {}}
-    for path in sorted((chart / "ci").glob("*-values.yaml")):
+    cases = {} if args.values else {"default": {}}
+    for path in args.values or sorted((chart / "ci").glob("*-values.yaml")):
         cases[path.name.removesuffix("-values.yaml")] = yaml.safe_load(path.read_text()) or {}
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

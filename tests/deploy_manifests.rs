@@ -6,6 +6,9 @@
 //!   same least-privilege RBAC, checked as the exact set of grants its ServiceAccount ends up
 //!   with, and the binary accepts the arguments both pass it;
 //! - `config/samples` and `config/simple-cfssl` build and fit together;
+//! - the CSI node plugin (the chart's `csi.*`, `config/components/csi-driver`) is the same from
+//!   both, privileged only where it mounts, with exactly the RBAC its code uses
+//!   (`deploy_manifests/csi.rs`);
 //! - the chart lints and renders with Helm's own engine (`scripts/chart-lint.py`) for its
 //!   default values and every `ci/*-values.yaml`.
 //!
@@ -24,6 +27,8 @@ use serde_json::Value;
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::prelude::FromDer as _;
 
+#[path = "deploy_manifests/csi.rs"]
+mod csi;
 #[path = "deploy_manifests/scope.rs"]
 mod scope;
 
@@ -1386,6 +1391,8 @@ fn chart_cases_without_standalone_mode_have_none_of_its_parts() {
         "deferred-issuers",
         "no-kubernetes-csr",
         "kubernetes-csr-cluster-signers",
+        "csi",
+        "csi-defaults",
     ] {
         assert_standalone_parts(&chart_case(case), false, false);
     }

@@ -84,3 +84,49 @@ cert-manager
 {{- include "cfssl-issuer.fullname" . -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+Labels that select the CSI plugin's pods. Their app.kubernetes.io/name is not the manager's,
+so the manager's selectors (Deployment, metrics Service, PodDisruptionBudget), which select on
+name and instance, never take the plugin's pods.
+*/}}
+{{- define "cfssl-issuer.csiSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "cfssl-issuer.name" . }}-csi-driver
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: csi-driver
+{{- end }}
+
+{{/* Labels on every object of the CSI plugin. */}}
+{{- define "cfssl-issuer.csiLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "cfssl-issuer.csiSelectorLabels" . }}
+app.kubernetes.io/part-of: {{ include "cfssl-issuer.name" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{/* Name of the CSI plugin's DaemonSet, ServiceAccount and RBAC. */}}
+{{- define "cfssl-issuer.csiName" -}}
+{{- printf "%s-csi-driver" (include "cfssl-issuer.fullname" . | trunc 52 | trimSuffix "-") }}
+{{- end }}
+
+{{/*
+csi.dataDir, cleaned; the chart fails on a relative path or one under /tmp or /var/tmp, which
+tmp cleaners (systemd-tmpfiles) empty under a running plugin. values.schema.json refuses the
+plain spellings; this catches the rest (/var/lib/../../tmp/x).
+*/}}
+{{- define "cfssl-issuer.csiDataDir" -}}
+{{- $dir := clean .Values.csi.dataDir }}
+{{- if not (isAbs $dir) }}
+{{- fail (printf "csi.dataDir %q must be an absolute path" .Values.csi.dataDir) }}
+{{- end }}
+{{- range list "/tmp" "/var/tmp" }}
+{{- if or (eq $dir .) (hasPrefix (printf "%s/" .) $dir) }}
+{{- fail (printf "csi.dataDir %q is under %s, whose cleaners delete the plugin's volumes: use a directory such as /var/lib/cfssl-issuer-csi" $.Values.csi.dataDir .) }}
+{{- end }}
+{{- end }}
+{{- if eq $dir "/" }}
+{{- fail "csi.dataDir must not be /" }}
+{{- end }}
+{{- $dir }}
+{{- end }}
