@@ -21,6 +21,7 @@ pub mod attributes;
 pub mod collect;
 pub mod identity;
 pub mod issue;
+pub mod mount;
 pub mod node;
 pub mod server;
 pub mod store;
