@@ -23,6 +23,7 @@ pub mod identity;
 pub mod issue;
 pub mod mount;
 pub mod node;
+pub mod rediscover;
 pub mod server;
 pub mod store;
 

@@ -13,10 +13,14 @@ use tokio::net::UnixListener;
 use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
 use super::issue::CertificateRequests;
+use super::mount::{MountError, Mounts, size};
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
-use super::store::{Mounter, Store, StoreError};
+use super::rediscover::{rediscover, stale_event};
+use super::store::{Metadata, Mounter, Store, StoreError};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, PostParams};
 
 /// The node plugin's flags, named as csi-driver names them.
 #[derive(Debug, clap::Args)]
@@ -45,6 +49,19 @@ pub struct CsiArgs {
     /// asks again. A volume whose pod is gone is collected at the next pass (every 5m).
     #[arg(long, default_value = "1h", value_parser = max_age)]
     pub pending_max_age: Duration,
+    /// The size limit of the tmpfs that holds the volumes (a Kubernetes quantity, 1Mi to
+    /// 1Ti): a volume's files take a few KiB; the limit keeps a flood of volumes from
+    /// taking the node's memory. A tmpfs found mounted (a restart) is kept with its size.
+    #[arg(long, default_value = "64Mi", value_parser = tmpfs_size)]
+    pub tmpfs_size: u64,
+    /// The SELinux context of the tmpfs's files (`context=` mount option), so confined pods
+    /// can read them through their bind mounts; empty for none.
+    #[arg(long, default_value = "")]
+    pub mount_context: String,
+}
+
+fn tmpfs_size(text: &str) -> Result<u64, String> {
+    size::parse(text).map_err(|e| e.to_string())
 }
 
 /// A positive Go duration.
@@ -84,6 +101,8 @@ pub enum ServeError {
     Store(#[from] StoreError),
     #[error("gRPC server: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error(transparent)]
+    Mount(#[from] MountError),
     #[error("no Kubernetes client (in-cluster or KUBECONFIG): {0}")]
     Kube(#[from] kube::Error),
 }
@@ -132,25 +151,42 @@ pub async fn serve<I: Issue, M: Mounter>(
     Ok(())
 }
 
-/// Real mounts (tmpfs, read-only binds) come next; this mounter mounts nothing, so a Publish
-/// issues and writes the volume, then fails at the mount.
-pub struct NoMounts;
-
-impl Mounter for NoMounts {
-    fn mount(&self, _: &Path, _: &Path) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this build cannot mount volumes yet",
-        ))
+/// Mounts the store's tmpfs (or finds it), then sorts the volumes an earlier run left; the
+/// issued volumes with a live mount, for their renewal.
+async fn restart(
+    mounts: &Mounts,
+    store: &Store,
+    args: &CsiArgs,
+    client: &kube::Client,
+) -> Result<Vec<(String, Metadata)>, ServeError> {
+    let tmpfs = mounts.ensure_tmpfs(args.tmpfs_size, &args.mount_context)?;
+    let root = tmpfs.entry.mount_point.display().to_string();
+    tracing::info!(%root, reused = tmpfs.reused, "volume store's tmpfs");
+    let found = rediscover(store, &mounts.table()?, &tmpfs.entry)?;
+    for (volume, fate) in &found.removed {
+        tracing::info!(%volume, ?fate, "removed a volume left by an earlier run");
     }
-
-    fn unmount(&self, _: &Path) -> io::Result<()> {
-        Ok(())
+    for volume in &found.foreign {
+        tracing::warn!(%volume, "not a volume of this store (no metadata); left untouched");
     }
-
-    fn is_mounted(&self, _: &Path) -> io::Result<bool> {
-        Ok(false)
+    let now = (crate::clock::system_clock())();
+    for stale in &found.stale {
+        let target = stale.target.display().to_string();
+        tracing::warn!(volume = %stale.volume, %target, "stale mount: the pod does not see its volume's current files");
+        if let Some(pod) = &stale.pod {
+            let events: Api<Event> = Api::namespaced(client.clone(), &pod.namespace);
+            let event = stale_event(stale, pod, &args.node_id, now);
+            if let Err(error) = events.create(&PostParams::default(), &event).await {
+                tracing::warn!(%error, volume = %stale.volume, "cannot post the stale mount's Event on the pod");
+            }
+        }
     }
+    tracing::info!(
+        live = found.live.len(),
+        pending = found.pending.len(),
+        "volumes rediscovered"
+    );
+    Ok(found.live)
 }
 
 async fn terminated() {
@@ -172,8 +208,11 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let path = socket_path(&args.endpoint)?;
     let listener = listen(&path)?;
     let ready = Ready::default();
-    let store = Store::open(&args.data_root.join("volumes"))?;
+    let root = args.data_root.join("volumes");
+    let store = Store::open(&root)?;
     let client = kube::Client::try_default().await?;
+    let mounts = Mounts::new(&root)?;
+    let _live = restart(&mounts, &store, &args, &client).await?;
     let clock = crate::clock::system_clock();
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
@@ -181,7 +220,7 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     ready.set();
     tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer));
+    let node = NodeService::new(&args.node_id, store, Arc::new(mounts), Arc::new(issuer));
     serve(listener, identity, node, terminated()).await
 }
 
