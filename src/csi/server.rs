@@ -17,7 +17,7 @@ use super::mount::{MountError, Mounts, size};
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
-use super::rediscover::{rediscover, stale_event};
+use super::rediscover::{Stale, rediscover, stale_event};
 use super::store::{Metadata, Mounter, Store, StoreError};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
@@ -169,17 +169,8 @@ async fn restart(
     for volume in &found.foreign {
         tracing::warn!(%volume, "not a volume of this store (no metadata); left untouched");
     }
-    let now = (crate::clock::system_clock())();
     for stale in &found.stale {
-        let target = stale.target.display().to_string();
-        tracing::warn!(volume = %stale.volume, %target, "stale mount: the pod does not see its volume's current files");
-        if let Some(pod) = &stale.pod {
-            let events: Api<Event> = Api::namespaced(client.clone(), &pod.namespace);
-            let event = stale_event(stale, pod, &args.node_id, now);
-            if let Err(error) = events.create(&PostParams::default(), &event).await {
-                tracing::warn!(%error, volume = %stale.volume, "cannot post the stale mount's Event on the pod");
-            }
-        }
+        report_stale(stale, &args.node_id, client).await;
     }
     tracing::info!(
         live = found.live.len(),
@@ -187,6 +178,21 @@ async fn restart(
         "volumes rediscovered"
     );
     Ok(found.live)
+}
+
+/// A warning, and an Event on the pod when its metadata names it (a courtesy: a failure to
+/// post it is logged, never a reason not to start).
+async fn report_stale(stale: &Stale, node_id: &str, client: &kube::Client) {
+    let target = stale.target.display().to_string();
+    tracing::warn!(volume = %stale.volume, %target, "stale mount: the pod does not see its volume's current files");
+    let Some(pod) = &stale.pod else {
+        return;
+    };
+    let event = stale_event(stale, pod, node_id, (crate::clock::system_clock())());
+    let events: Api<Event> = Api::namespaced(client.clone(), &pod.namespace);
+    if let Err(error) = events.create(&PostParams::default(), &event).await {
+        tracing::warn!(%error, volume = %stale.volume, "cannot post the stale mount's Event on the pod");
+    }
 }
 
 async fn terminated() {
@@ -258,6 +264,29 @@ mod tests {
             assert_eq!(wait_duration(text), want, "{text}");
         }
         assert!(wait_duration("soon").is_err());
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        csi: CsiArgs,
+    }
+
+    #[test]
+    fn the_tmpfs_flags_default_to_64mi_and_no_context() {
+        use clap::Parser as _;
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from([&["csi", "--node-id", "n"], args].concat())
+                .map(|c| (c.csi.tmpfs_size, c.csi.mount_context))
+        };
+        assert_eq!(parse(&[]).unwrap(), (64 << 20, String::new()));
+        let context = "system_u:object_r:container_file_t:s0";
+        assert_eq!(
+            parse(&["--tmpfs-size", "1Gi", "--mount-context", context]).unwrap(),
+            (1 << 30, context.to_string())
+        );
+        let error = parse(&["--tmpfs-size", "64MB"]).unwrap_err().to_string();
+        assert!(error.contains("\"64MB\" is not a quantity like 64Mi"), "{error}");
     }
 
     #[test]
