@@ -242,7 +242,10 @@ fn inner_restart() {
         return;
     }
     let (dir, store, mounts) = store(MIB);
-    let target = |id: &str| -> PathBuf { dir.path().join("pods").join(id).join("mount") };
+    // kubelet's root reached through a symlink: mountinfo spells the resolved path.
+    std::fs::create_dir(dir.path().join("pods")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("pods"), dir.path().join("kubelet")).unwrap();
+    let target = |id: &str| -> PathBuf { dir.path().join("kubelet").join(id).join("mount") };
     for id in ["live", "orphan"] {
         store.put_metadata(&issued_metadata(id, &target(id))).unwrap();
         store.write_files(id, &files(id), None).unwrap();
@@ -305,7 +308,8 @@ fn inner_restart() {
         .iter()
         .map(|s| (s.volume.as_str(), s.target.as_path()))
         .collect();
-    assert_eq!(stale, [("stale", target("stale").as_path())]);
+    let resolved = std::fs::canonicalize(target("stale")).unwrap();
+    assert_eq!(stale, [("stale", resolved.as_path())]);
     assert_eq!(store.volume_ids().unwrap(), ["live", "pending", "stale"]);
     assert_eq!(
         std::fs::read_to_string(target("live").join("tls.crt")).unwrap(),

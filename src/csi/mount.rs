@@ -165,8 +165,9 @@ fn bind_read_only(source: &Path, target: &Path) -> Result<(), MountError> {
     Ok(())
 }
 
-/// The path as mountinfo spells it (symlinks resolved) when it exists.
-fn canonical(path: &Path) -> PathBuf {
+/// The path as mountinfo spells it (symlinks resolved, as when the kubelet's root is a
+/// symlink) when it exists.
+pub fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 

@@ -16,7 +16,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 
 use super::attributes::PodInfo;
-use super::mount::{Entry, Target, mountinfo};
+use super::mount::{Entry, Target, canonical, mountinfo};
 use super::store::{Metadata, Store, StoreError, valid_volume_id};
 
 /// What becomes of one stored volume.
@@ -76,6 +76,7 @@ fn data_root(id: &str) -> PathBuf {
 /// left as it is, like a foreign directory.
 pub fn rediscover(store: &Store, table: &[Entry], tmpfs: &Entry) -> Result<Rediscovered, StoreError> {
     let mut found = Rediscovered::default();
+    let mut claims = Vec::new();
     for id in store.volume_ids()? {
         let metadata = match store.metadata(&id) {
             Ok(Some(metadata)) => metadata,
@@ -89,15 +90,18 @@ pub fn rediscover(store: &Store, table: &[Entry], tmpfs: &Entry) -> Result<Redis
                 continue;
             }
         };
-        let target = Path::new(&metadata.target_path);
-        let state = mountinfo::target(table, tmpfs, target, &data_root(&id));
+        let target = canonical(Path::new(&metadata.target_path));
+        let state = mountinfo::target(table, tmpfs, &target, &data_root(&id));
         let pending = store.pending(&id)?.is_some();
         match fate(metadata.next_issuance_time.is_some(), pending, state) {
-            Fate::Live => found.live.push((id, metadata)),
+            Fate::Live => {
+                claims.push((data_root(&id), target));
+                found.live.push((id, metadata));
+            }
             Fate::Pending => found.pending.push(id),
             Fate::Stale => found.stale.push(Stale {
                 volume: id,
-                target: target.to_path_buf(),
+                target,
                 pod: PodInfo::from_context(metadata.volume_context()),
             }),
             removed => {
@@ -106,16 +110,17 @@ pub fn rediscover(store: &Store, table: &[Entry], tmpfs: &Entry) -> Result<Redis
             }
         }
     }
-    found.stale.extend(unclaimed(table, tmpfs, &found.live));
+    found.stale.extend(unclaimed(table, tmpfs, &claims));
     Ok(found)
 }
 
-/// Pure: binds of the tmpfs's volumes on a path no live volume claims (its volume gone
-/// from the store, or its metadata naming another target).
-pub fn unclaimed(table: &[Entry], tmpfs: &Entry, live: &[(String, Metadata)]) -> Vec<Stale> {
+/// Pure: binds of the tmpfs's volumes that no live volume claims (its volume gone from the
+/// store, or its metadata naming another target); a claim is a bind's root and target.
+pub fn unclaimed(table: &[Entry], tmpfs: &Entry, claims: &[(PathBuf, PathBuf)]) -> Vec<Stale> {
     let claimed = |e: &Entry| {
-        live.iter()
-            .any(|(id, m)| e.root == data_root(id) && e.mount_point == Path::new(&m.target_path))
+        claims
+            .iter()
+            .any(|(root, target)| e.root == *root && e.mount_point == *target)
     };
     table
         .iter()

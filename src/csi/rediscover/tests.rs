@@ -1,5 +1,5 @@
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 use crate::csi::mount::mountinfo;
@@ -74,7 +74,7 @@ fn binds_no_live_volume_claims_are_stale() {
         "34 22 0:45 /not/a/volume /t/x rw - tmpfs tmpfs rw",
         "35 22 0:46 /other/data /t/other rw - tmpfs tmpfs rw",
     ]);
-    let live = vec![("live".to_string(), metadata("live", "/t/live", true))];
+    let live = vec![(PathBuf::from("/live/data"), PathBuf::from("/t/live"))];
     let stale = |volume: &str, target: &str| Stale {
         volume: volume.into(),
         target: target.into(),
