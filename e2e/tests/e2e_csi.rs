@@ -1,7 +1,8 @@
 //! The CSI node plugin issuing a volume through a CertificateRequest, against the in-process
 //! API server, simple-cfssl and the manager binary that signs the request. The plugin runs in
 //! this process on a temporary unix socket and is driven over gRPC as kubelet drives it; its
-//! mounts are a fake (real mounts are not built yet). The test plays the approver.
+//! mounts are a fake (the real ones need root: `tests/csi_mounts.rs`). The test plays the
+//! approver.
 
 mod csi;
 

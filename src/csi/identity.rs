@@ -1,5 +1,5 @@
 //! The Identity service: the plugin's name and version, no plugin capabilities (no
-//! controller service, no topology), and Probe: ready once the volume store is open.
+//! controller service, no topology), and Probe: ready once the volume store is rediscovered.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,8 +15,8 @@ use super::proto::{
 /// The driver name a CSIDriver object and a pod's `csi.driver` use.
 pub const DRIVER_NAME: &str = "csi.cfssl-issuer.wikimedia.org";
 
-/// Whether the plugin can serve volumes; set once the store is open (and, with issue 34,
-/// its volumes rediscovered), so kubelet's liveness probe waits for it.
+/// Whether the plugin can serve volumes; set once the store's tmpfs is mounted (or found)
+/// and its volumes rediscovered, so kubelet's liveness probe waits for it.
 #[derive(Debug, Clone, Default)]
 pub struct Ready(Arc<AtomicBool>);
 

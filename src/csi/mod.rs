@@ -22,7 +22,9 @@ pub mod collect;
 pub mod identity;
 pub mod issue;
 pub mod metrics;
+pub mod mount;
 pub mod node;
+pub mod rediscover;
 pub mod server;
 pub mod store;
 

@@ -190,10 +190,9 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
     fn unpublish(&self, request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
         decide::unpublish(request)?;
         let target = Path::new(&request.target_path);
-        // A missing target or an unknown volume is done already (the spec wants idempotence).
-        if self.mounter.is_mounted(target).unwrap_or(false) {
-            self.mounter.unmount(target).map_err(internal)?;
-        }
+        // Unmounted and removed whatever is on it (a stale bind of an earlier tmpfs too); a
+        // missing target or an unknown volume is done already (the spec wants idempotence).
+        self.mounter.unmount(target).map_err(internal)?;
         match self.store.remove(&request.volume_id) {
             Ok(_) | Err(StoreError::VolumeId(_)) => Ok(()),
             Err(e) => Err(internal(e)),

@@ -14,10 +14,14 @@ use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
 use super::issue::CertificateRequests;
 use super::metrics::CsiMetrics;
+use super::mount::{MountError, Mounts, size};
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
-use super::store::{Mounter, Store, StoreError};
+use super::rediscover::{Stale, rediscover, stale_event};
+use super::store::{Metadata, Mounter, Store, StoreError};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, PostParams};
 
 /// The node plugin's flags, named as csi-driver names them.
 #[derive(Debug, clap::Args)]
@@ -54,6 +58,19 @@ pub struct CsiArgs {
     /// Address of the Prometheus `/metrics` endpoint; `0` (the port) picks a free one.
     #[arg(long, default_value = "0.0.0.0:8080")]
     pub metrics_addr: std::net::SocketAddr,
+    /// The size limit of the tmpfs that holds the volumes (a Kubernetes quantity, 1Mi to
+    /// 1Ti): a volume's files take a few KiB; the limit keeps a flood of volumes from
+    /// taking the node's memory. A tmpfs found mounted (a restart) is kept with its size.
+    #[arg(long, default_value = "64Mi", value_parser = tmpfs_size)]
+    pub tmpfs_size: u64,
+    /// The SELinux context of the tmpfs's files (`context=` mount option), so confined pods
+    /// can read them through their bind mounts; empty for none.
+    #[arg(long, default_value = "")]
+    pub mount_context: String,
+}
+
+fn tmpfs_size(text: &str) -> Result<u64, String> {
+    size::parse(text).map_err(|e| e.to_string())
 }
 
 /// A positive Go duration.
@@ -98,6 +115,8 @@ pub enum ServeError {
     Store(#[from] StoreError),
     #[error("gRPC server: {0}")]
     Serve(#[from] tonic::transport::Error),
+    #[error(transparent)]
+    Mount(#[from] MountError),
     #[error("no Kubernetes client (in-cluster or KUBECONFIG): {0}")]
     Kube(#[from] kube::Error),
 }
@@ -146,24 +165,49 @@ pub async fn serve<I: Issue, M: Mounter>(
     Ok(())
 }
 
-/// Real mounts (tmpfs, read-only binds) come next; this mounter mounts nothing, so a Publish
-/// issues and writes the volume, then fails at the mount.
-pub struct NoMounts;
-
-impl Mounter for NoMounts {
-    fn mount(&self, _: &Path, _: &Path) -> io::Result<()> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "this build cannot mount volumes yet",
-        ))
+/// Mounts the store's tmpfs (or finds it), then sorts the volumes an earlier run left; the
+/// issued volumes with a live mount, for their renewal.
+async fn restart(
+    mounts: &Mounts,
+    store: &Store,
+    args: &CsiArgs,
+    client: &kube::Client,
+    metrics: &CsiMetrics,
+) -> Result<Vec<(String, Metadata)>, ServeError> {
+    let tmpfs = mounts.ensure_tmpfs(args.tmpfs_size, &args.mount_context)?;
+    let root = tmpfs.entry.mount_point.display().to_string();
+    tracing::info!(%root, reused = tmpfs.reused, "volume store's tmpfs");
+    let found = rediscover(store, &mounts.table()?, &tmpfs.entry)?;
+    for (volume, fate) in &found.removed {
+        tracing::info!(%volume, ?fate, "removed a volume left by an earlier run");
     }
-
-    fn unmount(&self, _: &Path) -> io::Result<()> {
-        Ok(())
+    for volume in &found.foreign {
+        tracing::warn!(%volume, "not a volume of this store (no metadata); left untouched");
     }
+    for stale in &found.stale {
+        metrics.stale_mount();
+        report_stale(stale, &args.node_id, client).await;
+    }
+    tracing::info!(
+        live = found.live.len(),
+        pending = found.pending.len(),
+        "volumes rediscovered"
+    );
+    Ok(found.live)
+}
 
-    fn is_mounted(&self, _: &Path) -> io::Result<bool> {
-        Ok(false)
+/// A warning, and an Event on the pod when its metadata names it (a courtesy: a failure to
+/// post it is logged, never a reason not to start).
+async fn report_stale(stale: &Stale, node_id: &str, client: &kube::Client) {
+    let target = stale.target.display().to_string();
+    tracing::warn!(volume = %stale.volume, %target, "stale mount: the pod does not see its volume's current files");
+    let Some(pod) = &stale.pod else {
+        return;
+    };
+    let event = stale_event(stale, pod, node_id, (crate::clock::system_clock())());
+    let events: Api<Event> = Api::namespaced(client.clone(), &pod.namespace);
+    if let Err(error) = events.create(&PostParams::default(), &event).await {
+        tracing::warn!(%error, volume = %stale.volume, "cannot post the stale mount's Event on the pod");
     }
 }
 
@@ -186,12 +230,15 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let path = socket_path(&args.endpoint)?;
     let listener = listen(&path)?;
     let ready = Ready::default();
-    let store = Store::open(&args.data_root.join("volumes"))?;
+    let root = args.data_root.join("volumes");
+    let store = Store::open(&root)?;
     let client = kube::Client::try_default().await?;
+    let mounts = Mounts::new(&root)?;
     let clock = crate::clock::system_clock();
+    let metrics = Arc::new(CsiMetrics::new(store.clone(), clock.clone()));
+    let _live = restart(&mounts, &store, &args, &client, &metrics).await?;
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
-    let metrics = Arc::new(CsiMetrics::new(store.clone(), clock.clone()));
     let metrics_at = super::metrics::serve(args.metrics_addr, metrics.clone())
         .await
         .map_err(|source| ServeError::Metrics {
@@ -203,7 +250,7 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     ready.set();
     tracing::info!(endpoint = %args.endpoint, node = %args.node_id, metrics = %metrics_at, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer))
+    let node = NodeService::new(&args.node_id, store, Arc::new(mounts), Arc::new(issuer))
         .with_max_volumes(args.max_volumes as usize)
         .with_metrics(metrics);
     serve(listener, identity, node, terminated()).await
@@ -243,6 +290,29 @@ mod tests {
             assert_eq!(wait_duration(text), want, "{text}");
         }
         assert!(wait_duration("soon").is_err());
+    }
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        csi: CsiArgs,
+    }
+
+    #[test]
+    fn the_tmpfs_flags_default_to_64mi_and_no_context() {
+        use clap::Parser as _;
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from([&["csi", "--node-id", "n"], args].concat())
+                .map(|c| (c.csi.tmpfs_size, c.csi.mount_context))
+        };
+        assert_eq!(parse(&[]).unwrap(), (64 << 20, String::new()));
+        let context = "system_u:object_r:container_file_t:s0";
+        assert_eq!(
+            parse(&["--tmpfs-size", "1Gi", "--mount-context", context]).unwrap(),
+            (1 << 30, context.to_string())
+        );
+        let error = parse(&["--tmpfs-size", "64MB"]).unwrap_err().to_string();
+        assert!(error.contains("\"64MB\" is not a quantity like 64Mi"), "{error}");
     }
 
     #[test]

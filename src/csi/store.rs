@@ -28,7 +28,8 @@ pub use pending::Pending;
 pub trait Mounter: Send + Sync + 'static {
     /// Makes `source` visible, read-only, at `target` (which kubelet's parent directory holds).
     fn mount(&self, source: &Path, target: &Path) -> io::Result<()>;
-    /// Undoes [`Mounter::mount`]; a target that is not mounted is not an error.
+    /// Undoes [`Mounter::mount`], every mount on `target` and the directory itself (Unpublish
+    /// is "unmount and remove the target"); a target not mounted, or gone, is not an error.
     fn unmount(&self, target: &Path) -> io::Result<()>;
     /// Whether `target` is a mount this plugin made.
     fn is_mounted(&self, target: &Path) -> io::Result<bool>;

@@ -1,5 +1,5 @@
 //! What the CSI scenarios share: the plugin run in this process on a unix socket, its mounts a
-//! fake (real mounts are not built yet), driven over gRPC as kubelet drives it.
+//! fake (the real ones need root: `tests/csi_mounts.rs`), driven over gRPC as kubelet drives it.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
