@@ -161,7 +161,9 @@ impl Issue for Counting {
             private_key_pem: "key".into(),
             certificate_pem: "certificate".into(),
             ca_pem: "ca".into(),
+            keystores: Vec::new(),
             next_issuance_time: jiff::Timestamp::now(),
+            not_after: jiff::Timestamp::now(),
         })
     }
 }
