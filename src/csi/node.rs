@@ -16,6 +16,7 @@ use super::proto::{
     NodePublishVolumeRequest, NodePublishVolumeResponse, NodeServiceCapability, NodeUnpublishVolumeRequest,
     NodeUnpublishVolumeResponse, node_service_capability,
 };
+use super::renew::Renewer;
 use super::store::{File, Mounter, Store, StoreError};
 pub use decide::{Again, Publish};
 
@@ -25,7 +26,7 @@ pub struct Issued {
     pub private_key_pem: String,
     pub certificate_pem: String,
     pub ca_pem: String,
-    /// When to issue again (renewal, issue 34, acts on it).
+    /// When to issue again ([`super::renew`] arms its timer at it).
     pub next_issuance_time: jiff::Timestamp,
 }
 
@@ -65,6 +66,9 @@ pub struct NodeService<I, M> {
     store: Store,
     mounter: Arc<M>,
     issuer: Arc<I>,
+    /// Arms an issued volume's renewal and cancels it at Unpublish; none in tests of the
+    /// Node calls alone.
+    renewer: Option<Renewer>,
 }
 
 impl<I: Issue, M: Mounter> NodeService<I, M> {
@@ -74,7 +78,15 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             store,
             mounter,
             issuer,
+            renewer: None,
         }
+    }
+
+    /// Renews the volumes this service issues with `renewer`.
+    #[must_use]
+    pub fn with_renewer(mut self, renewer: Renewer) -> Self {
+        self.renewer = Some(renewer);
+        self
     }
 
     /// Issues and writes a volume the store does not hold issued; on failure, nothing of it
@@ -90,15 +102,23 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
                 .map_err(internal)?;
             let mut metadata = publish.metadata.clone();
             metadata.next_issuance_time = Some(issued.next_issuance_time);
-            self.store.put_metadata(&metadata).map_err(internal)
+            self.store.put_metadata(&metadata).map_err(internal)?;
+            Ok::<_, Status>(issued.next_issuance_time)
         };
-        if let Err(status) = written.await {
-            if !decide::keep_after(status.code()) {
-                let _ = self.store.remove(id);
+        match written.await {
+            Ok(due) => {
+                if let Some(renewer) = &self.renewer {
+                    renewer.arm(id, due);
+                }
+                Ok(())
             }
-            return Err(status);
+            Err(status) => {
+                if !decide::keep_after(status.code()) {
+                    let _ = self.store.remove(id);
+                }
+                Err(status)
+            }
         }
-        Ok(())
     }
 
     async fn publish(&self, request: &NodePublishVolumeRequest) -> Result<(), Status> {
@@ -127,6 +147,10 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
 
     fn unpublish(&self, request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
         decide::unpublish(request)?;
+        // Before the files go, so a renewal never writes them back.
+        if let Some(renewer) = &self.renewer {
+            renewer.disarm(&request.volume_id);
+        }
         let target = Path::new(&request.target_path);
         // A missing target or an unknown volume is done already (the spec wants idempotence).
         if self.mounter.is_mounted(target).unwrap_or(false) {

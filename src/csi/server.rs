@@ -12,10 +12,11 @@ use tokio::net::UnixListener;
 
 use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
-use super::issue::CertificateRequests;
+use super::issue::{CertificateRequests, DEFAULT_MAX_CONCURRENT};
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
+use super::renew::Renewer;
 use super::store::{Mounter, Store, StoreError};
 
 /// The node plugin's flags, named as csi-driver names them.
@@ -45,6 +46,10 @@ pub struct CsiArgs {
     /// asks again. A volume whose pod is gone is collected at the next pass (every 5m).
     #[arg(long, default_value = "1h", value_parser = max_age)]
     pub pending_max_age: Duration,
+    /// How many issuances (key, CertificateRequest, wait) run at once, Publishes and renewals
+    /// together; the others wait their turn (a Publish within its `--issuance-timeout`).
+    #[arg(long, default_value_t = DEFAULT_MAX_CONCURRENT, value_parser = max_concurrent)]
+    pub max_concurrent_issuances: usize,
 }
 
 /// A positive Go duration.
@@ -54,6 +59,14 @@ fn max_age(text: &str) -> Result<Duration, String> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a positive duration"))
+}
+
+/// A whole number of issuances, at least one.
+fn max_concurrent(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{text:?} is not a whole number of issuances, at least 1"))
 }
 
 /// The longest `--issuance-timeout`: kubelet gives up on a CSI call after 2 minutes, and an
@@ -177,11 +190,22 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let clock = crate::clock::system_clock();
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
-    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock);
+    let issuer = CertificateRequests::new(
+        client,
+        store.clone(),
+        &args.node_id,
+        args.issuance_timeout,
+        clock.clone(),
+    )
+    .with_max_concurrent(args.max_concurrent_issuances);
+    let issuer = Arc::new(issuer);
+    let renewer = Renewer::new(issuer.clone(), store.clone(), clock);
+    // Each issued volume's timer at its stored time: none due yet asks the API anything.
+    let armed = renewer.arm_issued()?;
     ready.set();
-    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, "CSI plugin serving");
+    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, armed, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), Arc::new(issuer));
+    let node = NodeService::new(&args.node_id, store, Arc::new(NoMounts), issuer).with_renewer(renewer);
     serve(listener, identity, node, terminated()).await
 }
 
@@ -219,6 +243,25 @@ mod tests {
             assert_eq!(wait_duration(text), want, "{text}");
         }
         assert!(wait_duration("soon").is_err());
+    }
+
+    #[test]
+    fn max_concurrent_issuances_are_at_least_one() {
+        let cases = [
+            ("32", Ok(32)),
+            ("1", Ok(1)),
+            (
+                "0",
+                Err("\"0\" is not a whole number of issuances, at least 1".to_string()),
+            ),
+            (
+                "-1",
+                Err("\"-1\" is not a whole number of issuances, at least 1".to_string()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(max_concurrent(text), want, "{text}");
+        }
     }
 
     #[test]
