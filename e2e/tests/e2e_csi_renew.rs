@@ -1,8 +1,9 @@
 //! The CSI node plugin renewing a volume before its certificate expires, against the
 //! in-process API server and a CA signing short certificates: simple-cfssl's `renewing`
 //! profile (105 s, backdated 31 s) and Debian's real multirootca with `server-short` (600 s,
-//! backdated 5 minutes, so the volume asks `renew-before: 8m`). The plugin runs in this
-//! process with its renewer; the test plays the approver of every request.
+//! backdated 5 minutes: about 5 minutes left at issuance, so the volume asks
+//! `renew-before: 3m`). The plugin runs in this process with its renewer; the test plays the
+//! approver of every request.
 
 mod csi;
 
@@ -23,7 +24,7 @@ use kube::api::{Api, ListParams, PostParams};
 use csi::Plugin;
 
 const WAIT: Duration = Duration::from_secs(60);
-/// Longer than the latest renewal either CA's profile allows (multirootca's: 2 minutes after
+/// Longer than the latest renewal either CA's profile allows (multirootca's: 150 s after
 /// issuance), with room for a slow machine.
 const RENEWED_WITHIN: Duration = Duration::from_secs(240);
 const NODE: &str = "node-1";
@@ -205,7 +206,7 @@ async fn renews(env: &Env, volume: &str, extra: &[(&str, &str)], reuse: bool) ->
     let data = root.join(volume).join("data");
     let (serial, key) = volume_facts(&data, &env.ca)?;
     let first = env.requests_of(volume).await?;
-    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(first.len(), 1, "{volume}: one request at Publish: {first:?}");
 
     let renewed = eventually(RENEWED_WITHIN, &format!("{volume} renewed"), || async {
         let facts = volume_facts(&data, &env.ca).ok()?;
@@ -215,14 +216,18 @@ async fn renews(env: &Env, volume: &str, extra: &[(&str, &str)], reuse: bool) ->
     assert_eq!(
         renewed.1 == key,
         reuse,
-        "reuse-private-key {reuse}: the same key?"
+        "{volume}: reuse-private-key {reuse}: the same key?"
     );
     let left = eventually(WAIT, "the old request deleted", || async {
         let names = env.requests_of(volume).await.ok()?;
         (!names.contains(&first[0])).then_some(names)
     })
     .await?;
-    assert_eq!(left.len(), 1, "only the new request: {left:?}");
+    assert_eq!(
+        left.len(),
+        1,
+        "{volume}: only the new request: {left:?} (first {first:?})"
+    );
     approver.abort();
     Ok(())
 }
@@ -250,9 +255,10 @@ async fn real_multirootca_short_volumes_are_renewed_with_and_without_their_key()
     let Some(env) = Env::start(async || Ca::multirootca(), "server-short").await? else {
         return Ok(());
     };
-    // 600 s from issuance, notBefore 5 minutes back: due 2 minutes after issuance, less the
-    // jitter (90 s at most), so never before it arrives.
-    let before = [("csi.cert-manager.io/renew-before", "8m")];
+    // cfssl backdates notBefore 5 minutes from the rounded minute and ends 600 s after it:
+    // about 5 minutes left at issuance (4.5 to 5.5). Due 3 minutes before the end, less the
+    // jitter (60 s at most): 30 to 150 s after issuance, never before it arrives.
+    let before = [("csi.cert-manager.io/renew-before", "3m")];
     let (same, new) = tokio::join!(
         renews(&env, "csi-reuse", &before, true),
         renews(&env, "csi-rekey", &before, false)

@@ -215,3 +215,65 @@ async fn at_start_a_volume_not_yet_due_asks_nothing_and_unpublish_disarms() {
         "disarmed: nothing to renew"
     );
 }
+
+/// Issues a fixed certificate, due in 2027, without the API.
+struct Fixed(Issued);
+
+impl crate::csi::node::Issue for Fixed {
+    async fn issue(&self, _: &Publish) -> Result<Issued, Status> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Mounts nothing, and says so.
+struct Unmounted;
+
+impl crate::csi::store::Mounter for Unmounted {
+    fn mount(&self, _: &std::path::Path, _: &std::path::Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn unmount(&self, _: &std::path::Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn is_mounted(&self, _: &std::path::Path) -> std::io::Result<bool> {
+        Ok(false)
+    }
+}
+
+#[tokio::test]
+async fn publish_arms_the_volumes_timer_and_unpublish_disarms_it() {
+    use crate::csi::node::NodeService;
+    use crate::csi::proto::NodeUnpublishVolumeRequest;
+    use crate::csi::proto::node_server::Node;
+    let mut s = issued_volume(&[]);
+    s.store.remove(VOLUME).unwrap();
+    let issued = Issued {
+        private_key_pem: fixtures::ec().to_pem(Encoding::Pkcs8).unwrap(),
+        certificate_pem: "CERT".into(),
+        ca_pem: "CA".into(),
+        next_issuance_time: "2027-01-01T00:00:00Z".parse().unwrap(),
+    };
+    let node = NodeService::new(
+        "node-1",
+        s.store.clone(),
+        Arc::new(Unmounted),
+        Arc::new(Fixed(issued)),
+    )
+    .with_renewer(s.renewer.clone());
+    let request = publish_request(VOLUME, "/var/lib/kubelet/t", pod_context(&[]));
+    node.node_publish_volume(tonic::Request::new(request))
+        .await
+        .unwrap();
+    assert!(s.renewer.is_armed(VOLUME));
+    let unpublish = NodeUnpublishVolumeRequest {
+        volume_id: VOLUME.into(),
+        target_path: "/var/lib/kubelet/t".into(),
+    };
+    node.node_unpublish_volume(tonic::Request::new(unpublish))
+        .await
+        .unwrap();
+    assert!(!s.renewer.is_armed(VOLUME));
+    assert_eq!(s.store.metadata(VOLUME).unwrap(), None);
+    let quiet = tokio::time::timeout(Duration::from_millis(300), s.handle.next_request()).await;
+    assert!(quiet.is_err(), "no request: not due");
+}
