@@ -171,18 +171,19 @@ fn openssl(args: &[&str], file: &Path) -> anyhow::Result<String> {
 }
 
 /// The certificate's serial and the key's public key, after checking the certificate is for
-/// the key and verifies to the CA's root.
+/// the key and verifies to the CA's root. Read from the one issuance `..data` points to now,
+/// as a reader must across several files: through the top-level links, a renewal swapping
+/// between two reads would pair one issuance's key with the next one's certificate.
 fn volume_facts(data: &Path, ca: &Ca) -> anyhow::Result<(String, String)> {
-    let key = openssl(&["pkey", "-pubout"], &data.join("tls.key"))?;
-    let cert_key = openssl(&["x509", "-noout", "-pubkey"], &data.join("tls.crt"))?;
+    let issuance = std::fs::canonicalize(data.join("..data"))?;
+    let key = openssl(&["pkey", "-pubout"], &issuance.join("tls.key"))?;
+    let cert_key = openssl(&["x509", "-noout", "-pubkey"], &issuance.join("tls.crt"))?;
+    let serial = openssl(&["x509", "-noout", "-serial"], &issuance.join("tls.crt"))?;
     assert_eq!(key, cert_key, "the certificate is not for the volume's key");
     if let Some(root) = &ca.root_pem {
-        openssl_verify(&std::fs::read(data.join("tls.crt"))?, root)?;
+        openssl_verify(&std::fs::read(issuance.join("tls.crt"))?, root)?;
     }
-    Ok((
-        openssl(&["x509", "-noout", "-serial"], &data.join("tls.crt"))?,
-        key,
-    ))
+    Ok((serial, key))
 }
 
 /// Publishes a volume, waits for its renewal and checks it: a new serial, the same key with
