@@ -19,6 +19,7 @@ use futures::StreamExt;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::Semaphore;
 use tonic::{Code, Status};
 
 use crate::api::certmanager::CertificateRequest;
@@ -89,6 +90,24 @@ impl IssueError {
     }
 }
 
+/// How many issuances (key, request, wait) run at once by default, Publishes and renewals
+/// together (`--max-concurrent-issuances`).
+pub const DEFAULT_MAX_CONCURRENT: usize = 32;
+
+/// Why a volume is issued: its Publish, or its renewal (which keeps its current request until
+/// the new certificate is written, and may reuse its current key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Publish,
+    Renew,
+}
+
+/// A renewal's certificate and the request it came from (the one to keep).
+pub struct Renewed {
+    pub issued: Issued,
+    pub request: String,
+}
+
 /// Issues through CertificateRequests, on one node.
 pub struct CertificateRequests {
     client: kube::Client,
@@ -99,6 +118,9 @@ pub struct CertificateRequests {
     wait: Duration,
     clock: Clock,
     metrics: Option<Arc<CsiMetrics>>,
+    /// Bounds the issuances in flight: a node restarted with many volumes due, or a Deployment
+    /// scaled up, would otherwise open a request and a watch per volume at once.
+    permits: Arc<Semaphore>,
 }
 
 /// A pending issuance with its key parsed.
@@ -107,6 +129,8 @@ struct InFlight {
     key: Key,
     /// Made by this Publish: no request of that name can exist yet.
     new: bool,
+    /// Delete the volume's earlier requests before creating this one (a Publish's).
+    forget_first: bool,
 }
 
 impl CertificateRequests {
@@ -119,6 +143,7 @@ impl CertificateRequests {
             wait,
             clock,
             metrics: None,
+            permits: Arc::new(Semaphore::new(DEFAULT_MAX_CONCURRENT)),
         }
     }
 
@@ -128,9 +153,30 @@ impl CertificateRequests {
         self
     }
 
+    /// At most `max` issuances at once (at least one).
+    #[must_use]
+    pub fn with_max_concurrent(mut self, max: usize) -> Self {
+        self.permits = Arc::new(Semaphore::new(max.max(1)));
+        self
+    }
+
+    /// A renewal's new key is a fresh one unless the volume asks to reuse its key: then the
+    /// key the volume's files hold now.
+    fn current_key(&self, publish: &Publish, purpose: Purpose) -> Result<Option<String>, IssueError> {
+        if purpose != Purpose::Renew || !publish.attributes.reuse_private_key {
+            return Ok(None);
+        }
+        let path = self
+            .store
+            .data_dir(&publish.volume_id)?
+            .join(&publish.attributes.files.private_key);
+        let pem = std::fs::read_to_string(&path).map_err(crate::csi::store::io_error("read", &path))?;
+        Ok(Some(pem))
+    }
+
     /// The volume's issuance in flight, or a new one (key, name) recorded before any request
     /// exists, so a request is never created without the key to use its certificate.
-    async fn in_flight(&self, publish: &Publish) -> Result<InFlight, IssueError> {
+    async fn in_flight(&self, publish: &Publish, purpose: Purpose) -> Result<InFlight, IssueError> {
         let namespace = &publish.pod.namespace;
         if let Some(pending) = self.store.pending(&publish.volume_id)? {
             let pem = pending.private_key_pem.clone();
@@ -143,14 +189,21 @@ impl CertificateRequests {
                 pending,
                 key,
                 new: false,
+                forget_first: false,
             });
         }
-        let spec = publish.attributes.key;
-        let key = self
-            .pool
-            .run(namespace, move || Key::generate(spec))
-            .await?
-            .map_err(IssueError::Key)?;
+        let key = match self.current_key(publish, purpose)? {
+            Some(pem) => {
+                self.pool
+                    .run(namespace, move || Key::from_pem(pem.as_bytes()))
+                    .await?
+            }
+            None => {
+                let spec = publish.attributes.key;
+                self.pool.run(namespace, move || Key::generate(spec)).await?
+            }
+        }
+        .map_err(IssueError::Key)?;
         let pending = Pending {
             request: shape::request_name(random_bytes()?),
             private_key_pem: key
@@ -163,6 +216,7 @@ impl CertificateRequests {
             pending,
             key,
             new: true,
+            forget_first: purpose == Purpose::Publish,
         })
     }
 
@@ -175,9 +229,9 @@ impl CertificateRequests {
     ) -> Result<(), IssueError> {
         let name = &flight.pending.request;
         let request = qualified(publish, name);
-        if flight.new {
-            self.forget_earlier(api, publish).await;
-        } else {
+        if flight.forget_first {
+            self.forget_earlier(api, publish, None).await;
+        } else if !flight.new {
             // Resumed: made by an earlier Publish, unless it stopped between the key and the
             // create; then it is created now, with the same name and key.
             let found = api.get_opt(name).await.map_err(|source| IssueError::Read {
@@ -208,9 +262,14 @@ impl CertificateRequests {
     /// collected) before a new issuance, as csi-lib keeps at most one per volume: kubelet
     /// retries a failed Publish for as long as the pod lives, and each retry would otherwise
     /// leave a request behind. A failure only leaves them for the pod's garbage collection.
-    async fn forget_earlier(&self, api: &Api<CertificateRequest>, publish: &Publish) {
+    /// A renewal keeps its new request (`keep`), and deletes the others only once the new
+    /// certificate is written: until then the old one is what the volume's files came from.
+    async fn forget_earlier(&self, api: &Api<CertificateRequest>, publish: &Publish, keep: Option<&str>) {
         let selector = shape::volume_selector(&self.node_id, &publish.volume_id);
-        let params = ListParams::default().labels(&selector);
+        let mut params = ListParams::default().labels(&selector);
+        if let Some(keep) = keep {
+            params = params.fields(&format!("metadata.name!={keep}"));
+        }
         if let Err(error) = api.delete_collection(&DeleteParams::background(), &params).await {
             tracing::warn!(%error, volume = %publish.volume_id, "cannot delete the volume's earlier requests");
         }
@@ -233,10 +292,12 @@ impl CertificateRequests {
         }
     }
 
-    async fn issue_volume(&self, publish: &Publish) -> Result<Issued, IssueError> {
+    async fn issue_volume(&self, publish: &Publish, purpose: Purpose) -> Result<Renewed, IssueError> {
         let deadline = tokio::time::Instant::now() + self.wait;
         let work = async {
-            let flight = self.in_flight(publish).await?;
+            // Held through the key, the request and the wait; never closed, so never an error.
+            let _permit = self.permits.acquire().await;
+            let flight = self.in_flight(publish, purpose).await?;
             let outcome = self.submit_and_wait(publish, &flight).await;
             Ok::<_, IssueError>((flight, outcome))
         };
@@ -256,14 +317,18 @@ impl CertificateRequests {
             Outcome::Issued { certificate, ca } => {
                 let attributes = publish.attributes.clone();
                 let key = flight.key;
+                let at = (publish.volume_id.clone(), (self.clock)());
                 let issued = self
                     .pool
                     .run(&publish.pod.namespace, move || {
-                        files::issued(&key, certificate, ca, &attributes)
+                        files::issued(&key, (certificate, ca), &attributes, (&at.0, at.1))
                     })
                     .await?
                     .map_err(|source| IssueError::Certificate { request, source })?;
-                Ok(issued)
+                Ok(Renewed {
+                    issued,
+                    request: flight.pending.request,
+                })
             }
             Outcome::Denied(message) => {
                 let event = outcome::denied_event(publish, &self.node_id, &request, &message, (self.clock)());
@@ -312,6 +377,43 @@ async fn wait_for(api: &Api<CertificateRequest>, name: &str, request: &str) -> R
     })
 }
 
+impl CertificateRequests {
+    /// Issues for `purpose`; the issuance in flight is kept only at the deadline, for the
+    /// retried Publish (or the next renewal attempt) to resume. A renewal's request that was
+    /// refused is deleted at once: the volume keeps its files, and each retry would otherwise
+    /// leave one more.
+    async fn issue_as(&self, publish: &Publish, purpose: Purpose) -> Result<Renewed, IssueError> {
+        let result = self.issue_volume(publish, purpose).await;
+        if matches!(result, Err(IssueError::Deadline { .. })) {
+            return result;
+        }
+        if purpose == Purpose::Renew
+            && result.is_err()
+            && let Ok(Some(pending)) = self.store.pending(&publish.volume_id)
+        {
+            let api: Api<CertificateRequest> = Api::namespaced(self.client.clone(), &publish.pod.namespace);
+            if let Err(error) = api.delete(&pending.request, &DeleteParams::background()).await {
+                tracing::warn!(%error, volume = %publish.volume_id, "cannot delete the refused renewal's request");
+            }
+        }
+        // Issued or given up: the key in flight is no longer needed.
+        let _ = self.store.clear_pending(&publish.volume_id);
+        result
+    }
+
+    /// Issues the volume again, as its Publish did; its current request stays until
+    /// [`CertificateRequests::forget_others`].
+    pub async fn renew(&self, publish: &Publish) -> Result<Renewed, IssueError> {
+        self.issue_as(publish, Purpose::Renew).await
+    }
+
+    /// Deletes the volume's requests but `keep`, once the certificate of `keep` is written.
+    pub async fn forget_others(&self, publish: &Publish, keep: &str) {
+        let api: Api<CertificateRequest> = Api::namespaced(self.client.clone(), &publish.pod.namespace);
+        self.forget_earlier(&api, publish, Some(keep)).await;
+    }
+}
+
 impl Issue for CertificateRequests {
     async fn refused(&self, publish: &Publish, reason: &str, message: &str) {
         let event = outcome::pod_event(&publish.pod, &self.node_id, reason, message, (self.clock)());
@@ -319,16 +421,10 @@ impl Issue for CertificateRequests {
     }
 
     async fn issue(&self, publish: &Publish) -> Result<Issued, Status> {
-        let result = self.issue_volume(publish).await;
-        match &result {
-            // Kept for the retried Publish.
-            Err(IssueError::Deadline { .. }) => {}
-            // Issued or given up: the key in flight is no longer needed.
-            _ => {
-                let _ = self.store.clear_pending(&publish.volume_id);
-            }
-        }
-        result.map_err(|e| e.status(&publish.volume_id))
+        self.issue_as(publish, Purpose::Publish)
+            .await
+            .map(|renewed| renewed.issued)
+            .map_err(|e| e.status(&publish.volume_id))
     }
 }
 

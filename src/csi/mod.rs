@@ -3,7 +3,8 @@
 //! A pod asks for a key and certificate in its volume's attributes; the plugin checks them
 //! (`attributes`), answers kubelet's gRPC calls (`identity`, `node`), has the certificate
 //! issued through a CertificateRequest (`issue`), keeps each volume's files in a store
-//! (`store`) and collects volumes whose issuance never finished (`collect`). It uses `pki`, `certificates` and `api`, never a controller.
+//! (`store`), renews them before they expire (`renew`) and collects volumes whose issuance
+//! never finished (`collect`). It uses `pki`, `certificates` and `api`, never a controller.
 
 /// The code generated from `proto/csi.proto` (package `csi.v1`).
 #[allow(
@@ -25,6 +26,7 @@ pub mod metrics;
 pub mod mount;
 pub mod node;
 pub mod rediscover;
+pub mod renew;
 pub mod server;
 pub mod store;
 

@@ -17,6 +17,7 @@ use super::proto::{
     NodePublishVolumeRequest, NodePublishVolumeResponse, NodeServiceCapability, NodeUnpublishVolumeRequest,
     NodeUnpublishVolumeResponse, node_service_capability,
 };
+use super::renew::Renewer;
 use super::store::{File, Mounter, Store, StoreError};
 pub use decide::{Again, Publish};
 
@@ -28,7 +29,7 @@ pub struct Issued {
     pub ca_pem: String,
     /// The keystores and bundle the attributes ask for, named by them.
     pub keystores: Vec<File>,
-    /// When to issue again (renewal, issue 34, acts on it).
+    /// When to issue again ([`super::renew`] arms its timer at it).
     pub next_issuance_time: jiff::Timestamp,
     /// The leaf's notAfter.
     pub not_after: jiff::Timestamp,
@@ -86,6 +87,9 @@ pub struct NodeService<I, M> {
     /// cannot all pass the limit.
     admission: std::sync::Mutex<()>,
     metrics: Option<Arc<CsiMetrics>>,
+    /// Arms an issued volume's renewal and cancels it at Unpublish; none in tests of the
+    /// Node calls alone.
+    renewer: Option<Renewer>,
 }
 
 impl<I: Issue, M: Mounter> NodeService<I, M> {
@@ -98,6 +102,7 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             max_volumes: DEFAULT_MAX_VOLUMES,
             admission: std::sync::Mutex::new(()),
             metrics: None,
+            renewer: None,
         }
     }
 
@@ -124,6 +129,13 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
         self.store.put_metadata(&publish.metadata).map_err(internal)
     }
 
+    /// Renews the volumes this service issues with `renewer`.
+    #[must_use]
+    pub fn with_renewer(mut self, renewer: Renewer) -> Self {
+        self.renewer = Some(renewer);
+        self
+    }
+
     /// Issues and writes a volume recorded but not issued; on failure, nothing of it
     /// is left (kubelet never unpublishes a volume whose Publish failed), unless the issuance
     /// is still in flight and kubelet's retry resumes it.
@@ -143,15 +155,23 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             let mut metadata = publish.metadata.clone();
             metadata.next_issuance_time = Some(issued.next_issuance_time);
             metadata.not_after = Some(issued.not_after);
-            self.store.put_metadata(&metadata).map_err(internal)
+            self.store.put_metadata(&metadata).map_err(internal)?;
+            Ok::<_, Status>(issued.next_issuance_time)
         };
-        if let Err(status) = written.await {
-            if !decide::keep_after(status.code()) {
-                let _ = self.store.remove(id);
+        match written.await {
+            Ok(due) => {
+                if let Some(renewer) = &self.renewer {
+                    renewer.arm(id, due);
+                }
+                Ok(())
             }
-            return Err(status);
+            Err(status) => {
+                if !decide::keep_after(status.code()) {
+                    let _ = self.store.remove(id);
+                }
+                Err(status)
+            }
         }
-        Ok(())
     }
 
     async fn publish(&self, request: &NodePublishVolumeRequest) -> Result<(), Status> {
@@ -189,6 +209,10 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
 
     fn unpublish(&self, request: &NodeUnpublishVolumeRequest) -> Result<(), Status> {
         decide::unpublish(request)?;
+        // Before the files go, so a renewal never writes them back.
+        if let Some(renewer) = &self.renewer {
+            renewer.disarm(&request.volume_id);
+        }
         let target = Path::new(&request.target_path);
         // Unmounted and removed whatever is on it (a stale bind of an earlier tmpfs too); a
         // missing target or an unknown volume is done already (the spec wants idempotence).

@@ -12,13 +12,14 @@ use tokio::net::UnixListener;
 
 use super::collect::Collector;
 use super::identity::{DRIVER_NAME, IdentityService, Ready};
-use super::issue::CertificateRequests;
+use super::issue::{CertificateRequests, DEFAULT_MAX_CONCURRENT};
 use super::metrics::CsiMetrics;
 use super::mount::{MountError, Mounts, size};
 use super::node::{Issue, NodeService};
 use super::proto::identity_server::IdentityServer;
 use super::proto::node_server::NodeServer;
 use super::rediscover::{Stale, rediscover, stale_event};
+use super::renew::Renewer;
 use super::store::{Metadata, Mounter, Store, StoreError};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
@@ -67,6 +68,10 @@ pub struct CsiArgs {
     /// can read them through their bind mounts; empty for none.
     #[arg(long, default_value = "")]
     pub mount_context: String,
+    /// How many issuances (key, CertificateRequest, wait) run at once, Publishes and renewals
+    /// together; the others wait their turn (a Publish within its `--issuance-timeout`).
+    #[arg(long, default_value_t = DEFAULT_MAX_CONCURRENT, value_parser = max_concurrent)]
+    pub max_concurrent_issuances: usize,
 }
 
 fn tmpfs_size(text: &str) -> Result<u64, String> {
@@ -80,6 +85,14 @@ fn max_age(text: &str) -> Result<Duration, String> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a positive duration"))
+}
+
+/// A whole number of issuances, at least one.
+fn max_concurrent(text: &str) -> Result<usize, String> {
+    text.parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{text:?} is not a whole number of issuances, at least 1"))
 }
 
 /// The longest `--issuance-timeout`: kubelet gives up on a CSI call after 2 minutes, and an
@@ -236,7 +249,7 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let mounts = Mounts::new(&root)?;
     let clock = crate::clock::system_clock();
     let metrics = Arc::new(CsiMetrics::new(store.clone(), clock.clone()));
-    let _live = restart(&mounts, &store, &args, &client, &metrics).await?;
+    let live = restart(&mounts, &store, &args, &client, &metrics).await?;
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
     let metrics_at = super::metrics::serve(args.metrics_addr, metrics.clone())
@@ -245,15 +258,36 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
             addr: args.metrics_addr,
             source,
         })?;
-    let issuer = CertificateRequests::new(client, store.clone(), &args.node_id, args.issuance_timeout, clock)
-        .with_metrics(metrics.clone());
+    let issuer = CertificateRequests::new(
+        client,
+        store.clone(),
+        &args.node_id,
+        args.issuance_timeout,
+        clock.clone(),
+    )
+    .with_max_concurrent(args.max_concurrent_issuances)
+    .with_metrics(metrics.clone());
+    let issuer = Arc::new(issuer);
+    let renewer = Renewer::new(issuer.clone(), store.clone(), clock).with_metrics(metrics.clone());
+    // Each live volume's timer at its stored time (rediscovery removed the orphans and left
+    // the stale ones out): none due yet asks the API anything.
+    let armed = arm(&renewer, &live);
     ready.set();
-    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, metrics = %metrics_at, "CSI plugin serving");
+    tracing::info!(endpoint = %args.endpoint, node = %args.node_id, metrics = %metrics_at, armed, "CSI plugin serving");
     let identity = IdentityService::new(&args.driver_name, ready);
-    let node = NodeService::new(&args.node_id, store, Arc::new(mounts), Arc::new(issuer))
+    let node = NodeService::new(&args.node_id, store, Arc::new(mounts), issuer)
         .with_max_volumes(args.max_volumes as usize)
-        .with_metrics(metrics);
+        .with_metrics(metrics)
+        .with_renewer(renewer);
     serve(listener, identity, node, terminated()).await
+}
+
+/// Arms the renewal of each issued volume of `live`; how many.
+fn arm(renewer: &Renewer, live: &[(String, Metadata)]) -> usize {
+    let due = live
+        .iter()
+        .filter_map(|(id, m)| m.next_issuance_time.map(|due| (id, due)));
+    due.map(|(id, due)| renewer.arm(id, due)).count()
 }
 
 /// `cfssl-issuer csi`.
@@ -313,6 +347,25 @@ mod tests {
         );
         let error = parse(&["--tmpfs-size", "64MB"]).unwrap_err().to_string();
         assert!(error.contains("\"64MB\" is not a quantity like 64Mi"), "{error}");
+    }
+
+    #[test]
+    fn max_concurrent_issuances_are_at_least_one() {
+        let cases = [
+            ("32", Ok(32)),
+            ("1", Ok(1)),
+            (
+                "0",
+                Err("\"0\" is not a whole number of issuances, at least 1".to_string()),
+            ),
+            (
+                "-1",
+                Err("\"-1\" is not a whole number of issuances, at least 1".to_string()),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(max_concurrent(text), want, "{text}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What the CSI scenarios share: the plugin run in this process on a unix socket, its mounts a
-//! fake (the real ones need root: `tests/csi_mounts.rs`), driven over gRPC as kubelet drives it.
+//! fake (the real ones need root: `tests/csi_mounts.rs`), driven over gRPC as kubelet drives it; it
+//! renews the volumes it issued, as `cfssl-issuer csi` does.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use cfssl_issuer::csi::identity::{IdentityService, Ready};
 use cfssl_issuer::csi::issue::CertificateRequests;
 use cfssl_issuer::csi::node::NodeService;
+use cfssl_issuer::csi::renew::Renewer;
 use cfssl_issuer::csi::server::{listen, serve};
 use cfssl_issuer::csi::store::{Mounter, Store};
 use kube_testserver::TestServer;
@@ -95,13 +97,16 @@ impl Plugin<'_> {
         let root = self.dir.join(self.name).join("volumes");
         let store = Store::open(&root)?;
         let clock = cfssl_issuer::clock::system_clock();
-        let issuer = CertificateRequests::new(client, store.clone(), self.node, wait, clock);
-        let node = NodeService::new(
+        let issuer = Arc::new(CertificateRequests::new(
+            client,
+            store.clone(),
             self.node,
-            store,
-            Arc::new(FakeMounts::default()),
-            Arc::new(issuer),
-        );
+            wait,
+            clock.clone(),
+        ));
+        let renewer = Renewer::new(issuer.clone(), store.clone(), clock);
+        let node =
+            NodeService::new(self.node, store, Arc::new(FakeMounts::default()), issuer).with_renewer(renewer);
         let socket = self.dir.join(format!("{}.sock", self.name));
         let identity = IdentityService::new(GROUP, Ready::default());
         tokio::spawn(serve(listen(&socket)?, identity, node, std::future::pending()));

@@ -10,7 +10,8 @@ use crate::csi::node::Issued;
 use crate::pki::keys::{Key, KeyError};
 
 use super::keystores::{KeystoreFileError, extra_files};
-use super::outcome::next_issuance;
+use crate::certificates::renewal::spread_of;
+use crate::csi::renew::due::next_issuance;
 
 /// Why an issued certificate cannot be written into the volume.
 #[derive(Debug, thiserror::Error)]
@@ -32,12 +33,13 @@ pub enum CertificateError {
 }
 
 /// The volume's files from `certificate` (leaf first) and `ca`, after checking that the leaf
-/// is for `key`; the key written in the attributes' encoding.
+/// is for `key`; the key written in the attributes' encoding. `issued_at` and the volume's
+/// ID place its next issuance ([`next_issuance`]).
 pub fn issued(
     key: &Key,
-    certificate: String,
-    ca: String,
+    (certificate, ca): (String, String),
     attributes: &Attributes,
+    (volume_id, issued_at): (&str, Timestamp),
 ) -> Result<Issued, CertificateError> {
     let der = leaf_certificate(certificate.as_bytes()).map_err(CertificateError::Decode)?;
     let (_, leaf) = X509Certificate::from_der(&der).map_err(|e| CertificateError::Parse(e.to_string()))?;
@@ -62,7 +64,13 @@ pub fn issued(
         certificate_pem: certificate,
         ca_pem: ca,
         keystores,
-        next_issuance_time: next_issuance(not_before, not_after, attributes.renew_before),
+        next_issuance_time: next_issuance(
+            not_before,
+            not_after,
+            attributes.renew_before,
+            issued_at,
+            spread_of(volume_id),
+        ),
         not_after,
     })
 }

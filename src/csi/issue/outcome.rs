@@ -1,7 +1,7 @@
-//! What a CertificateRequest's status means for the volume waiting on it, when to issue
-//! again, and the Event a denial leaves on the Pod: pure.
+//! What a CertificateRequest's status means for the volume waiting on it, and the Event a
+//! denial leaves on the Pod: pure.
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
@@ -97,20 +97,6 @@ fn issued(request: &CertificateRequest) -> Outcome {
         (Ok(certificate), Ok(ca)) => Outcome::Issued { certificate, ca },
         (Err(problem), _) | (_, Err(problem)) => Outcome::Failed(problem),
     }
-}
-
-/// When to issue again, as csi-driver decides: `renew_before` ahead of the end when that is
-/// after the start, else two thirds through the lifetime the CA really gave.
-pub fn next_issuance(
-    not_before: Timestamp,
-    not_after: Timestamp,
-    renew_before: Option<SignedDuration>,
-) -> Timestamp {
-    let lifetime = not_after.duration_since(not_before);
-    let ahead = renew_before
-        .filter(|before| *before < lifetime)
-        .unwrap_or(lifetime / 3);
-    not_after.checked_sub(ahead).unwrap_or(not_before)
 }
 
 /// Who reports the plugin's Events.

@@ -1,13 +1,13 @@
 use std::time::Duration;
 
-use jiff::{SignedDuration, Timestamp};
+use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use tonic::Code;
 use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension, X509CertificationRequest};
 
 mod io;
 
-use super::outcome::{Outcome, denied_event, next_issuance, outcome};
+use super::outcome::{Outcome, denied_event, outcome};
 use super::shape::{certificate_request, certificate_spec, hash_identifier, request_name};
 use super::*;
 use crate::api::certmanager::{CertificateRequestCondition, CertificateRequestStatus};
@@ -303,33 +303,6 @@ fn outcomes_of_conditions() {
 }
 
 #[test]
-fn next_issuance_is_csi_drivers() {
-    let at = |t: &str| t.parse::<Timestamp>().unwrap();
-    let (start, end) = (at("2026-01-01T00:00:00Z"), at("2026-01-31T00:00:00Z"));
-    let cases = [
-        ("two thirds", None, at("2026-01-21T00:00:00Z")),
-        (
-            "renew before fits",
-            Some(SignedDuration::from_hours(24)),
-            at("2026-01-30T00:00:00Z"),
-        ),
-        (
-            "renew before too long",
-            Some(SignedDuration::from_hours(24 * 40)),
-            at("2026-01-21T00:00:00Z"),
-        ),
-        (
-            "renew before the whole life",
-            Some(SignedDuration::from_hours(24 * 30)),
-            at("2026-01-21T00:00:00Z"),
-        ),
-    ];
-    for (row, before, want) in cases {
-        assert_eq!(next_issuance(start, end, before), want, "{row}");
-    }
-}
-
-#[test]
 fn error_codes_and_messages() {
     let request = || "shop/r-1".to_string();
     let cases = [
@@ -377,6 +350,21 @@ fn error_codes_and_messages() {
     }
 }
 
+/// Two thirds through 2026-01-01..31 moved by the jitter share of volume `csi-0b9d`.
+pub(super) fn jittered_two_thirds() -> Timestamp {
+    let spread = crate::certificates::renewal::spread_of("csi-0b9d");
+    let at = |t: &str| t.parse::<Timestamp>().unwrap();
+    let due = crate::csi::renew::due::next_issuance(
+        at("2026-01-01T00:00:00Z"),
+        at("2026-01-31T00:00:00Z"),
+        None,
+        at("2026-01-01T00:00:00Z"),
+        spread,
+    );
+    assert!(due < at("2026-01-21T00:00:00Z") && due >= at("2026-01-18T00:00:00Z"));
+    due
+}
+
 #[test]
 fn an_issued_certificate_must_be_for_the_volumes_key() {
     let publish = publish(&[(key::DNS_NAMES, "web.shop.svc"), (key::KEY_ALGORITHM, "ECDSA")]);
@@ -386,11 +374,24 @@ fn an_issued_certificate_must_be_for_the_volumes_key() {
     let pem =
         |k| String::from_utf8(fixtures::certificate_pem(&spec, k, (2026, 1, 1), (2026, 1, 31))).unwrap();
     let own = pem(key);
-    let issued = files::issued(key, own.clone(), "CA".into(), &publish.attributes).unwrap();
-    assert_eq!(issued.next_issuance_time, "2026-01-21T00:00:00Z".parse().unwrap());
+    let now = "2026-01-01T00:00:00Z".parse().unwrap();
+    let issued = files::issued(
+        key,
+        (own.clone(), "CA".into()),
+        &publish.attributes,
+        ("csi-0b9d", now),
+    )
+    .unwrap();
+    assert_eq!(issued.next_issuance_time, jittered_two_thirds());
     assert_eq!(issued.certificate_pem, own);
     assert!(issued.private_key_pem.starts_with("-----BEGIN PRIVATE KEY-----"));
-    let refused = files::issued(key, pem(other), "CA".into(), &publish.attributes).unwrap_err();
+    let refused = files::issued(
+        key,
+        (pem(other), "CA".into()),
+        &publish.attributes,
+        ("csi-0b9d", now),
+    )
+    .unwrap_err();
     assert!(matches!(refused, files::CertificateError::OtherKey), "{refused}");
 }
 

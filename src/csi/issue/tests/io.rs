@@ -132,7 +132,8 @@ async fn a_new_volume_creates_one_request_and_reads_it_through_its_watch() {
     let got = issuing.await.unwrap().unwrap();
     assert_eq!(got.certificate_pem.as_bytes(), certificate);
     assert_eq!(got.private_key_pem, key.to_pem(Encoding::Pkcs8).unwrap());
-    assert_eq!(got.next_issuance_time, "2026-01-21T00:00:00Z".parse().unwrap());
+    // Issued (by the fixed clock) after the certificate's end: the guard's floor, a minute on.
+    assert_eq!(got.next_issuance_time, "2026-11-27T12:01:00Z".parse().unwrap());
     assert_eq!(s.store.pending("csi-0b9d").unwrap(), None);
     drop(s.plugin);
     assert!(s.handle.next_request().await.is_none(), "no further request");
