@@ -11,15 +11,6 @@ const DRIVER: &str = cfssl_issuer::csi::identity::DRIVER_NAME;
 /// The DaemonSet, ServiceAccount, ClusterRole and binding of both installs.
 const PLUGIN: &str = "cfssl-issuer-csi-driver";
 
-/// Flags the chart and the component pass that are being added to `cfssl-issuer csi` elsewhere.
-/// While the binary lacks one, the parser check skips it; once it lands it is checked like every
-/// other flag (its name and its value), so an entry only needs removing, never turning on.
-const PENDING_FLAGS: &[&str] = &[
-    "tmpfs-size",
-    "mount-context",
-    "max-volumes",
-    "max-concurrent-issuances",
-];
 
 #[derive(clap::Parser)]
 struct Csi {
@@ -50,14 +41,11 @@ fn assert_plugin_accepts(args: &[&str]) {
             .strip_prefix("--")
             .and_then(|a| a.split('=').next())
             .unwrap_or_else(|| panic!("{arg:?} is not --flag=value"));
-        if defined.contains(flag) {
-            kept.push(arg.replace("$(NODE_ID)", "node-1"));
-        } else {
-            assert!(
-                PENDING_FLAGS.contains(&flag),
-                "--{flag} is not a flag of `cfssl-issuer csi` (it has {defined:?})"
-            );
-        }
+        assert!(
+            defined.contains(flag),
+            "--{flag} is not a flag of `cfssl-issuer csi` (it has {defined:?})"
+        );
+        kept.push(arg.replace("$(NODE_ID)", "node-1"));
     }
     if let Err(e) = Csi::try_parse_from(&kept) {
         panic!("`cfssl-issuer csi` refuses {kept:?}: {e}");

@@ -475,7 +475,8 @@ fn keystores_and_bundle_hold_the_key_and_chain_as_asked() {
     let spec = certificate_spec(&publish.attributes);
     let key = fixtures::key(KeySpec::Ecdsa(256), false);
     let leaf = String::from_utf8(fixtures::certificate_pem(&spec, key, (2026, 1, 1), (2026, 1, 31))).unwrap();
-    let issued = files::issued(key, leaf.clone(), leaf.clone(), &publish.attributes).unwrap();
+    let at = ("csi-0b9d", "2026-01-01T00:00:00Z".parse().unwrap());
+    let issued = files::issued(key, (leaf.clone(), leaf.clone()), &publish.attributes, at).unwrap();
     let names: Vec<&str> = issued.keystores.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["tls-combined.pem", "keystore.p12", "keystore.jks"]);
     let bundle = String::from_utf8(issued.keystores[0].contents.clone()).unwrap();
@@ -485,7 +486,7 @@ fn keystores_and_bundle_hold_the_key_and_chain_as_asked() {
     assert!(jks_opens_with(&issued.keystores[2].contents, "jks-pass"));
     assert!(!jks_opens_with(&issued.keystores[2].contents, "p12-pass"));
     let plain = publish_files_only(&publish);
-    let none = files::issued(key, leaf.clone(), leaf, &plain.attributes).unwrap();
+    let none = files::issued(key, (leaf.clone(), leaf), &plain.attributes, at).unwrap();
     assert!(none.keystores.is_empty());
 }
 

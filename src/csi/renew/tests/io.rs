@@ -47,7 +47,9 @@ fn issued_volume(extra: &[(&str, &str)]) -> Scripted {
         private_key_pem: old.to_pem(Encoding::Pkcs8).unwrap(),
         certificate_pem: "OLD CERTIFICATE".into(),
         ca_pem: "CA".into(),
+        keystores: Vec::new(),
         next_issuance_time: "2026-11-27T11:00:00Z".parse().unwrap(),
+        not_after: "2026-11-27T12:00:00Z".parse().unwrap(),
     };
     let mut metadata = publish.metadata.clone();
     metadata.next_issuance_time = Some(issued.next_issuance_time);
@@ -251,7 +253,9 @@ async fn publish_arms_the_volumes_timer_and_unpublish_disarms_it() {
         private_key_pem: fixtures::ec().to_pem(Encoding::Pkcs8).unwrap(),
         certificate_pem: "CERT".into(),
         ca_pem: "CA".into(),
+        keystores: Vec::new(),
         next_issuance_time: "2027-01-01T00:00:00Z".parse().unwrap(),
+        not_after: "2027-02-01T00:00:00Z".parse().unwrap(),
     };
     let node = NodeService::new(
         "node-1",
