@@ -11,7 +11,6 @@ const DRIVER: &str = cfssl_issuer::csi::identity::DRIVER_NAME;
 /// The DaemonSet, ServiceAccount, ClusterRole and binding of both installs.
 const PLUGIN: &str = "cfssl-issuer-csi-driver";
 
-
 #[derive(clap::Parser)]
 struct Csi {
     #[command(flatten)]

@@ -38,6 +38,7 @@ impl Plugin {
         kubeconfig: &Path,
         max_volumes: usize,
     ) -> anyhow::Result<Plugin> {
+        std::fs::create_dir_all(dir)?;
         let socket = dir.join("csi.sock");
         let started = Instant::now();
         let child = Command::new(binary)
