@@ -76,7 +76,10 @@ users:
 EOF
 
 socket=$tmp/csi.sock
-KUBECONFIG=$tmp/kubeconfig RUST_LOG=${RUST_LOG:-info} "$plugin" csi \
+# The plugin mounts its tmpfs at start (root): in a private mount namespace, so that mount and
+# its binds end with it instead of staying on the host.
+[ "$(id -u)" = 0 ] || { log "the plugin mounts a tmpfs at start: run as root"; exit 1; }
+KUBECONFIG=$tmp/kubeconfig RUST_LOG=${RUST_LOG:-info} unshare --mount --propagation private "$plugin" csi \
   --endpoint "unix://$socket" --node-id sanity-node --data-root "$tmp/data" --metrics-addr 127.0.0.1:0 \
   > "$tmp/plugin.log" 2>&1 &
 plugin_pid=$!

@@ -72,6 +72,9 @@ struct Inner {
     timers: Mutex<HashMap<String, Timer>>,
     generations: AtomicU64,
     metrics: Option<Arc<CsiMetrics>>,
+    /// Whether this plugin may renew: not until it holds the node's renewal lock (see
+    /// [`Renewer::hold_until`]).
+    open: tokio::sync::watch::Sender<bool>,
 }
 
 /// The renewal timers of one node; cheap to clone.
@@ -90,6 +93,7 @@ impl Renewer {
                 timers: Mutex::new(HashMap::new()),
                 generations: AtomicU64::new(0),
                 metrics: None,
+                open: tokio::sync::watch::Sender::new(true),
             }),
         }
     }
@@ -101,6 +105,18 @@ impl Renewer {
             inner.metrics = Some(metrics);
         }
         self
+    }
+
+    /// Holds every renewal until `ready` completes. During a DaemonSet's surge two plugins run
+    /// on one node over the same volumes; each renews only once it holds the node's renewal
+    /// lock, which the old one keeps until it exits, so no volume is renewed by both.
+    pub fn hold_until(&self, ready: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.inner.open.send_replace(false);
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            ready.await;
+            inner.open.send_replace(true);
+        });
     }
 
     /// Arms `volume_id`'s timer at `due`, replacing the one it had. Needs a tokio runtime.
@@ -172,6 +188,8 @@ async fn run(inner: Arc<Inner>, volume_id: String, generation: u64, mut due: Tim
         if let Ok(wait) = std::time::Duration::try_from(wait) {
             tokio::time::sleep(wait).await;
         }
+        // Closed only while another plugin on this node still renews (`hold_until`).
+        let _ = inner.open.subscribe().wait_for(|open| *open).await;
         match inner.renew_once(&volume_id, generation).await {
             Ok(Some(next)) => {
                 inner.count("renewed");

@@ -119,6 +119,8 @@ pub enum ServeError {
     Endpoint(String),
     #[error("cannot listen on {}: {source}", path.display())]
     Listen { path: PathBuf, source: io::Error },
+    #[error("cannot open the renewal lock {}: {source}", path.display())]
+    Lock { path: PathBuf, source: io::Error },
     #[error("cannot serve /metrics on {addr}: {source}")]
     Metrics {
         addr: std::net::SocketAddr,
@@ -269,6 +271,7 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     .with_metrics(metrics.clone());
     let issuer = Arc::new(issuer);
     let renewer = Renewer::new(issuer.clone(), store.clone(), clock).with_metrics(metrics.clone());
+    renewer.hold_until(renewal_lock(&args.data_root)?);
     // Each live volume's timer at its stored time (rediscovery removed the orphans and left
     // the stale ones out): none due yet asks the API anything.
     let armed = arm(&renewer, &live);
@@ -280,6 +283,39 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
         .with_metrics(metrics)
         .with_renewer(renewer);
     serve(listener, identity, node, terminated()).await
+}
+
+/// The node's renewal lock, `<data-root>/renew.lock` (an flock, on the host's data directory
+/// beside the tmpfs): taken for the plugin's life, so a plugin started beside another (a
+/// DaemonSet's surge) renews nothing until the other has exited; the kernel releases it
+/// however a plugin ends. The future completes once it is held.
+fn renewal_lock(data_root: &Path) -> Result<impl Future<Output = ()> + Send + 'static, ServeError> {
+    use rustix::fs::{FlockOperation, flock};
+    let path = data_root.join("renew.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| ServeError::Lock { path, source })?;
+    Ok(async move {
+        let taken = tokio::task::spawn_blocking(move || {
+            if flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
+                tracing::info!(
+                    "another plugin on this node holds the renewal lock; renewals wait for it to exit"
+                );
+                flock(&file, FlockOperation::LockExclusive)?;
+            }
+            // Held until the process exits.
+            std::mem::forget(file);
+            Ok::<_, rustix::io::Errno>(())
+        });
+        match taken.await {
+            Ok(Ok(())) => tracing::info!("renewal lock held"),
+            Ok(Err(error)) => tracing::warn!(%error, "cannot take the renewal lock; renewing anyway"),
+            Err(error) => tracing::warn!(%error, "cannot take the renewal lock; renewing anyway"),
+        }
+    })
 }
 
 /// Arms the renewal of each issued volume of `live`; how many.

@@ -195,6 +195,24 @@ async fn a_failed_renewal_keeps_the_files_and_deletes_only_its_own_request() {
     assert_eq!(s.store.pending(VOLUME).unwrap(), None);
 }
 
+/// A plugin started beside another (a DaemonSet's surge) renews nothing while the other holds
+/// the node's renewal lock, even a volume long due; once it has the lock, the renewal runs.
+#[tokio::test]
+async fn a_held_renewer_asks_nothing_until_it_holds_the_nodes_lock() {
+    let mut s = issued_volume(&[]);
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    s.renewer.hold_until(async move {
+        let _ = released.await;
+    });
+    s.renewer.arm(VOLUME, "2026-11-27T11:00:00Z".parse().unwrap());
+    let quiet = tokio::time::timeout(Duration::from_millis(300), s.handle.next_request()).await;
+    assert!(quiet.is_err(), "no request while another plugin renews");
+    release.send(()).unwrap();
+    let (created, certificate) = issue_new(&mut s).await;
+    let name = created["metadata"]["name"].as_str().unwrap().to_string();
+    expect_others_deleted(&mut s, &name, &certificate).await;
+}
+
 #[tokio::test]
 async fn at_start_a_volume_not_yet_due_asks_nothing_and_unpublish_disarms() {
     let mut s = issued_volume(&[]);
