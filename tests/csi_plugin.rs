@@ -190,6 +190,10 @@ async fn node_info_and_capabilities() {
         .unwrap()
         .into_inner();
     assert_eq!(info.node_id, "node-1");
+    assert_eq!(
+        info.max_volumes_per_node,
+        cfssl_issuer::csi::node::DEFAULT_MAX_VOLUMES as i64
+    );
     let caps = node
         .node_get_capabilities(NodeGetCapabilitiesRequest {})
         .await

@@ -278,7 +278,9 @@ impl<I: Issue, M: Mounter> Node for NodeService<I, M> {
     ) -> Result<Response<NodeGetInfoResponse>, Status> {
         Ok(Response::new(NodeGetInfoResponse {
             node_id: self.node_id.clone(),
-            max_volumes_per_node: 0,
+            // kubelet writes it into the CSINode object; the scheduler does not count inline
+            // volumes against it, so Publish enforces it too (`admit`).
+            max_volumes_per_node: i64::try_from(self.max_volumes).unwrap_or(i64::MAX),
             accessible_topology: None,
         }))
     }
