@@ -190,10 +190,7 @@ async fn node_info_and_capabilities() {
         .unwrap()
         .into_inner();
     assert_eq!(info.node_id, "node-1");
-    assert_eq!(
-        info.max_volumes_per_node,
-        cfssl_issuer::csi::node::DEFAULT_MAX_VOLUMES as i64
-    );
+    assert_eq!(info.max_volumes_per_node, 256, "--max-volumes' default");
     let caps = node
         .node_get_capabilities(NodeGetCapabilitiesRequest {})
         .await
