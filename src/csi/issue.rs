@@ -416,7 +416,13 @@ impl CertificateRequests {
 
 impl Issue for CertificateRequests {
     async fn refused(&self, publish: &Publish, reason: &str, message: &str) {
-        let event = outcome::pod_event(&publish.pod, &self.node_id, reason, message, (self.clock)());
+        let event = outcome::pod_event(
+            &publish.pod,
+            &self.node_id,
+            (reason, "Issuing"),
+            message,
+            (self.clock)(),
+        );
         self.tell_pod(publish, event).await;
     }
 

@@ -11,11 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 
 use super::attributes::PodInfo;
+use super::issue::outcome::pod_event;
 use super::mount::{Entry, Target, canonical, mountinfo};
 use super::store::{Metadata, Store, StoreError, valid_volume_id};
 
@@ -141,43 +140,15 @@ pub fn volume_of(root: &Path) -> Option<String> {
     (root.file_name()? == "data" && valid_volume_id(id)).then(|| id.to_string())
 }
 
-/// Who reports the Event (the name the plugin's other Events use).
-const REPORTER: &str = super::issue::outcome::REPORTER;
-
 /// Pure: the Warning Event on the pod whose volume's target is stale. Its owner sees it in
 /// `kubectl describe pod`; restarting the pod is the one repair.
 pub fn stale_event(stale: &Stale, pod: &PodInfo, node_id: &str, now: Timestamp) -> Event {
-    let mut instance = format!("{REPORTER}-{node_id}");
-    while instance.len() > 128 {
-        instance.pop();
-    }
-    Event {
-        metadata: ObjectMeta {
-            name: Some(format!("{}.{:x}", pod.name, now.as_nanosecond())),
-            namespace: Some(pod.namespace.clone()),
-            ..ObjectMeta::default()
-        },
-        event_time: Some(MicroTime(now)),
-        type_: Some("Warning".into()),
-        reason: Some("StaleVolumeMount".into()),
-        action: Some("Rediscovering".into()),
-        note: Some(format!(
-            "volume {}: {} does not show the volume's current files (a mount from before the CSI plugin restarted); renewals will not reach this pod until it is restarted",
-            stale.volume,
-            stale.target.display()
-        )),
-        regarding: Some(ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(pod.name.clone()),
-            namespace: Some(pod.namespace.clone()),
-            uid: Some(pod.uid.clone()),
-            ..ObjectReference::default()
-        }),
-        reporting_controller: Some(REPORTER.into()),
-        reporting_instance: Some(instance),
-        ..Event::default()
-    }
+    let message = format!(
+        "volume {}: {} does not show the volume's current files (a mount from before the CSI plugin restarted); renewals will not reach this pod until it is restarted",
+        stale.volume,
+        stale.target.display()
+    );
+    pod_event(pod, node_id, ("StaleVolumeMount", "Rediscovering"), &message, now)
 }
 
 #[cfg(test)]

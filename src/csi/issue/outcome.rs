@@ -117,12 +117,24 @@ pub fn denied_event(publish: &Publish, node_id: &str, request: &str, message: &s
         "volume {}: CertificateRequest {request} was denied: {message}",
         publish.volume_id
     );
-    pod_event(&publish.pod, node_id, "CertificateRequestDenied", &note, now)
+    pod_event(
+        &publish.pod,
+        node_id,
+        ("CertificateRequestDenied", "Issuing"),
+        &note,
+        now,
+    )
 }
 
-/// A Warning Event on `pod` from this node's plugin, named as client-go names a first
-/// occurrence: `<pod>.<nanoseconds in hex>`.
-pub fn pod_event(pod: &PodInfo, node_id: &str, reason: &str, message: &str, now: Timestamp) -> Event {
+/// A Warning Event on `pod` from this node's plugin with its `(reason, action)`, named as
+/// client-go names a first occurrence: `<pod>.<nanoseconds in hex>`.
+pub fn pod_event(
+    pod: &PodInfo,
+    node_id: &str,
+    (reason, action): (&str, &str),
+    message: &str,
+    now: Timestamp,
+) -> Event {
     Event {
         metadata: ObjectMeta {
             name: Some(format!("{}.{:x}", pod.name, now.as_nanosecond())),
@@ -132,7 +144,7 @@ pub fn pod_event(pod: &PodInfo, node_id: &str, reason: &str, message: &str, now:
         event_time: Some(MicroTime(now)),
         type_: Some("Warning".into()),
         reason: Some(reason.into()),
-        action: Some("Issuing".into()),
+        action: Some(action.into()),
         note: Some(note(message)),
         regarding: Some(ObjectReference {
             api_version: Some("v1".into()),
