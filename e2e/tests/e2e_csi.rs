@@ -6,7 +6,6 @@
 
 mod csi;
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,9 +14,9 @@ use cfssl_issuer::api::certmanager::CertificateRequest;
 use cfssl_issuer::csi::collect::{Collector, Verdict};
 use cfssl_issuer::csi::issue::shape::{VOLUME_ID_HASH, hash_identifier};
 use cfssl_issuer::csi::proto::node_client::NodeClient;
-use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
-use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, NodeUnpublishVolumeRequest, VolumeCapability};
+use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, NodeUnpublishVolumeRequest};
 use cfssl_issuer::csi::store::Store;
+use e2e::harness::csi::{self as csi_harness, PodRef};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually, openssl_verify};
 use k8s_openapi::api::core::v1::Pod;
@@ -114,12 +113,7 @@ impl Env {
         extra: &[(&str, &str)],
     ) -> NodePublishVolumeRequest {
         let token = format!("{{\"\":{{\"token\":\"{TOKEN}\"}}}}");
-        let context: HashMap<String, String> = [
-            ("csi.storage.k8s.io/pod.name", pod),
-            ("csi.storage.k8s.io/pod.namespace", self.ns.as_str()),
-            ("csi.storage.k8s.io/pod.uid", uid),
-            ("csi.storage.k8s.io/serviceAccount.name", "default"),
-            ("csi.storage.k8s.io/ephemeral", "true"),
+        let mut context = csi_harness::attributes(&[
             ("csi.storage.k8s.io/serviceAccount.tokens", token.as_str()),
             ("csi.cert-manager.io/issuer-name", "team-ca"),
             (
@@ -128,22 +122,14 @@ impl Env {
             ),
             ("csi.cert-manager.io/key-algorithm", "ECDSA"),
             ("example.com/team", "payments"),
-        ]
-        .iter()
-        .chain(extra)
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        NodePublishVolumeRequest {
-            volume_id: volume.into(),
-            target_path: format!("/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~csi/{volume}/mount"),
-            volume_capability: Some(VolumeCapability {
-                access_type: Some(AccessType::Mount(MountVolume::default())),
-                access_mode: None,
-            }),
-            readonly: true,
-            volume_context: context,
-            ..Default::default()
-        }
+        ]);
+        context.extend(csi_harness::attributes(extra));
+        let pod = PodRef {
+            name: pod,
+            namespace: &self.ns,
+            uid,
+        };
+        csi_harness::publish_request(volume, csi_harness::kubelet_target(uid, volume), pod, context)
     }
 
     /// The requests of `volume` (by csi-lib's label), waiting for at least one.

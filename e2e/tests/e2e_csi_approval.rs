@@ -6,18 +6,17 @@
 
 mod csi;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
-use cfssl_issuer::csi::identity::DRIVER_NAME;
 use cfssl_issuer::csi::issue::shape::{NODE_ID_HASH, VOLUME_ID_HASH, hash_identifier};
+use cfssl_issuer::csi::proto::NodePublishVolumeRequest;
 use cfssl_issuer::csi::proto::node_client::NodeClient;
-use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
-use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, VolumeCapability};
+use e2e::harness::csi::{self as csi_harness, PodRef};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::rbac::{self, Grants};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually};
@@ -112,18 +111,7 @@ impl Env {
 
     /// A Pod scheduled to [`NODE`] with inline volume `tls` of our driver; its UID.
     async fn pod(&self, name: &str) -> anyhow::Result<String> {
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "nodeName": NODE,
-                "serviceAccountName": "default",
-                "containers": [{"name": "app", "image": "registry.example/app:1"}],
-                "volumes": [{"name": "tls", "csi": {
-                    "driver": DRIVER_NAME, "readOnly": true, "volumeAttributes": attributes(),
-                }}],
-            },
-        }))?;
+        let pod = csi_harness::pod_with_volume(name, NODE, &attributes())?;
         let created = Api::<Pod>::namespaced(self.client().clone(), &self.ns)
             .create(&PostParams::default(), &pod)
             .await?;
@@ -143,27 +131,13 @@ impl Env {
 
     /// kubelet's Publish of volume `tls` of pod `pod`: the attributes with its pod info.
     fn publish(&self, pod: &str, uid: &str) -> NodePublishVolumeRequest {
-        let mut context: HashMap<String, String> = attributes().into_iter().collect();
-        for (k, v) in [
-            ("csi.storage.k8s.io/pod.name", pod),
-            ("csi.storage.k8s.io/pod.namespace", self.ns.as_str()),
-            ("csi.storage.k8s.io/pod.uid", uid),
-            ("csi.storage.k8s.io/serviceAccount.name", "default"),
-            ("csi.storage.k8s.io/ephemeral", "true"),
-        ] {
-            context.insert(k.into(), v.into());
-        }
-        NodePublishVolumeRequest {
-            volume_id: volume_handle(uid, "tls"),
-            target_path: format!("/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~csi/tls/mount"),
-            volume_capability: Some(VolumeCapability {
-                access_type: Some(AccessType::Mount(MountVolume::default())),
-                access_mode: None,
-            }),
-            readonly: true,
-            volume_context: context,
-            ..Default::default()
-        }
+        let target = csi_harness::kubelet_target(uid, "tls");
+        let pod = PodRef {
+            name: pod,
+            namespace: &self.ns,
+            uid,
+        };
+        csi_harness::publish_request(&volume_handle(uid, "tls"), target, pod, attributes())
     }
 
     /// The Warning Events on request `name`, as (reason, note), once there is one.

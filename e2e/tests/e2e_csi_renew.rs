@@ -7,15 +7,14 @@
 
 mod csi;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use cfssl_issuer::api::certmanager::CertificateRequest;
 use cfssl_issuer::csi::issue::shape::{VOLUME_ID_HASH, hash_identifier};
+use cfssl_issuer::csi::proto::NodePublishVolumeRequest;
 use cfssl_issuer::csi::proto::node_client::NodeClient;
-use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
-use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, VolumeCapability};
+use e2e::harness::csi::{self as csi_harness, PodRef};
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Ca, Cluster, Manager, ManagerOptions, eventually, openssl_verify};
 use k8s_openapi::api::core::v1::Pod;
@@ -114,34 +113,21 @@ impl Env {
         volume: &str,
         extra: &[(&str, &str)],
     ) -> NodePublishVolumeRequest {
-        let mut context: HashMap<String, String> = [
-            ("csi.storage.k8s.io/pod.name", pod),
-            ("csi.storage.k8s.io/pod.namespace", self.ns.as_str()),
-            ("csi.storage.k8s.io/pod.uid", uid),
-            ("csi.storage.k8s.io/serviceAccount.name", "default"),
-            ("csi.storage.k8s.io/ephemeral", "true"),
+        let mut context = csi_harness::attributes(&[
             ("csi.cert-manager.io/issuer-name", "team-ca"),
             (
                 "csi.cert-manager.io/dns-names",
                 "${POD_NAME}.${POD_NAMESPACE}.svc",
             ),
             ("csi.cert-manager.io/key-algorithm", "ECDSA"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        context.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        NodePublishVolumeRequest {
-            volume_id: volume.into(),
-            target_path: format!("/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~csi/{volume}/mount"),
-            volume_capability: Some(VolumeCapability {
-                access_type: Some(AccessType::Mount(MountVolume::default())),
-                access_mode: None,
-            }),
-            readonly: true,
-            volume_context: context,
-            ..Default::default()
-        }
+        ]);
+        context.extend(csi_harness::attributes(extra));
+        let pod = PodRef {
+            name: pod,
+            namespace: &self.ns,
+            uid,
+        };
+        csi_harness::publish_request(volume, csi_harness::kubelet_target(uid, volume), pod, context)
     }
 
     /// The names of `volume`'s requests (by csi-lib's label).

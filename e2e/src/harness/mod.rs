@@ -20,6 +20,7 @@ mod ca;
 mod cluster;
 pub mod cpu;
 mod crds;
+pub mod csi;
 pub mod csr;
 pub mod fleet;
 pub mod load;

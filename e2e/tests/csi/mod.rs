@@ -14,7 +14,7 @@ use cfssl_issuer::csi::renew::Renewer;
 use cfssl_issuer::csi::server::{listen, serve};
 use cfssl_issuer::csi::store::{Mounter, Store};
 use kube_testserver::TestServer;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 pub const GROUP: &str = "cfssl-issuer.wikimedia.org";
 
@@ -110,18 +110,6 @@ impl Plugin<'_> {
         let socket = self.dir.join(format!("{}.sock", self.name));
         let identity = IdentityService::new(GROUP, Ready::default());
         tokio::spawn(serve(listen(&socket)?, identity, node, std::future::pending()));
-        Ok((connect(socket).await?, root))
+        Ok((e2e::harness::csi::connect(socket).await?, root))
     }
-}
-
-async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
-    Ok(Endpoint::try_from("http://localhost")?
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let socket = socket.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
-        .await?)
 }

@@ -2,21 +2,19 @@
 //! with its own user on the in-process API server (so the audit tells its requests apart),
 //! killed and started again on the same data root; and the Pods whose volumes it serves.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cfssl_issuer::csi::approval::volume_handle;
-use cfssl_issuer::csi::identity::DRIVER_NAME;
 use cfssl_issuer::csi::proto::identity_client::IdentityClient;
 use cfssl_issuer::csi::proto::node_client::NodeClient;
-use cfssl_issuer::csi::proto::volume_capability::{AccessType, MountVolume};
-use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, ProbeRequest, VolumeCapability};
+use cfssl_issuer::csi::proto::{NodePublishVolumeRequest, ProbeRequest};
+use e2e::harness::csi::{self, PodRef};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube_testserver::{TestServer, Verb};
 use tokio::process::{Child, Command};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 pub const NODE: &str = "bench-node";
 pub const PLUGIN_USER: &str = "csi-bench-node";
@@ -93,7 +91,7 @@ async fn ready(socket: &Path) -> anyhow::Result<Channel> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if socket.exists()
-            && let Ok(channel) = connect(socket.to_path_buf()).await
+            && let Ok(channel) = csi::connect(socket.to_path_buf()).await
         {
             let probe = IdentityClient::new(channel.clone()).probe(ProbeRequest {}).await;
             if probe.is_ok_and(|p| p.into_inner().ready == Some(true)) {
@@ -105,18 +103,6 @@ async fn ready(socket: &Path) -> anyhow::Result<Channel> {
     }
 }
 
-async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
-    Ok(Endpoint::try_from("http://localhost")?
-        .connect_with_connector(tower::service_fn(move |_: http::Uri| {
-            let socket = socket.clone();
-            async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
-            }
-        }))
-        .await?)
-}
-
 /// A Pod scheduled to [`NODE`] with inline volume `tls` of our driver, as the approver reads it.
 pub struct PodVolume {
     pub name: String,
@@ -126,15 +112,15 @@ pub struct PodVolume {
 }
 
 impl PodVolume {
-    fn attributes(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("csi.cert-manager.io/issuer-name", self.issuer.clone()),
+    fn attributes(&self) -> std::collections::BTreeMap<String, String> {
+        csi::attributes(&[
+            ("csi.cert-manager.io/issuer-name", &self.issuer),
             (
                 "csi.cert-manager.io/dns-names",
-                "${POD_NAME}.${POD_NAMESPACE}.svc".into(),
+                "${POD_NAME}.${POD_NAMESPACE}.svc",
             ),
-            ("csi.cert-manager.io/key-algorithm", "ECDSA".into()),
-        ]
+            ("csi.cert-manager.io/key-algorithm", "ECDSA"),
+        ])
     }
 
     /// Creates the Pod.
@@ -150,19 +136,7 @@ impl PodVolume {
             uid: String::new(),
             issuer: issuer.into(),
         };
-        let attributes: HashMap<_, _> = volume.attributes().into_iter().collect();
-        let pod: Pod = serde_json::from_value(serde_json::json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name},
-            "spec": {
-                "nodeName": NODE,
-                "serviceAccountName": "default",
-                "containers": [{"name": "app", "image": "registry.example/app:1"}],
-                "volumes": [{"name": "tls", "csi": {
-                    "driver": DRIVER_NAME, "readOnly": true, "volumeAttributes": attributes,
-                }}],
-            },
-        }))?;
+        let pod = csi::pod_with_volume(&name, NODE, &volume.attributes())?;
         let created = Api::<Pod>::namespaced(client.clone(), namespace)
             .create(&PostParams::default(), &pod)
             .await?;
@@ -176,31 +150,12 @@ impl PodVolume {
 
     /// kubelet's Publish of the volume onto `target`.
     pub fn publish(&self, target: String) -> NodePublishVolumeRequest {
-        let mut context: HashMap<String, String> = self
-            .attributes()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        for (k, v) in [
-            ("csi.storage.k8s.io/pod.name", self.name.as_str()),
-            ("csi.storage.k8s.io/pod.namespace", self.namespace.as_str()),
-            ("csi.storage.k8s.io/pod.uid", self.uid.as_str()),
-            ("csi.storage.k8s.io/serviceAccount.name", "default"),
-            ("csi.storage.k8s.io/ephemeral", "true"),
-        ] {
-            context.insert(k.into(), v.into());
-        }
-        NodePublishVolumeRequest {
-            volume_id: self.volume_id(),
-            target_path: target,
-            volume_capability: Some(VolumeCapability {
-                access_type: Some(AccessType::Mount(MountVolume::default())),
-                access_mode: None,
-            }),
-            readonly: true,
-            volume_context: context,
-            ..Default::default()
-        }
+        let pod = PodRef {
+            name: &self.name,
+            namespace: &self.namespace,
+            uid: &self.uid,
+        };
+        csi::publish_request(&self.volume_id(), target, pod, self.attributes())
     }
 }
 
