@@ -113,23 +113,22 @@ impl Env {
         extra: &[(&str, &str)],
     ) -> NodePublishVolumeRequest {
         let token = format!("{{\"\":{{\"token\":\"{TOKEN}\"}}}}");
-        let mut context = csi_harness::attributes(&[
+        let mut context = csi_harness::attributes(&csi_harness::TEAM_CA_ECDSA);
+        context.extend(csi_harness::attributes(&[
             ("csi.storage.k8s.io/serviceAccount.tokens", token.as_str()),
-            ("csi.cert-manager.io/issuer-name", "team-ca"),
-            (
-                "csi.cert-manager.io/dns-names",
-                "${POD_NAME}.${POD_NAMESPACE}.svc",
-            ),
-            ("csi.cert-manager.io/key-algorithm", "ECDSA"),
             ("example.com/team", "payments"),
-        ]);
+        ]));
         context.extend(csi_harness::attributes(extra));
-        let pod = PodRef {
-            name: pod,
-            namespace: &self.ns,
-            uid,
-        };
-        csi_harness::publish_request(volume, csi_harness::kubelet_target(uid, volume), pod, context)
+        let namespace = &self.ns;
+        csi_harness::inline_publish(
+            volume,
+            PodRef {
+                name: pod,
+                namespace,
+                uid,
+            },
+            context,
+        )
     }
 
     /// The requests of `volume` (by csi-lib's label), waiting for at least one.

@@ -47,17 +47,7 @@ fn volume_handle(uid: &str, volume: &str) -> String {
 
 /// What the volume asks for.
 fn attributes() -> BTreeMap<String, String> {
-    [
-        ("csi.cert-manager.io/issuer-name", "team-ca"),
-        (
-            "csi.cert-manager.io/dns-names",
-            "${POD_NAME}.${POD_NAMESPACE}.svc",
-        ),
-        ("csi.cert-manager.io/key-algorithm", "ECDSA"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    csi_harness::attributes(&csi_harness::TEAM_CA_ECDSA)
 }
 
 struct Env {

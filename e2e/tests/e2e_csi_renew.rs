@@ -113,21 +113,18 @@ impl Env {
         volume: &str,
         extra: &[(&str, &str)],
     ) -> NodePublishVolumeRequest {
-        let mut context = csi_harness::attributes(&[
-            ("csi.cert-manager.io/issuer-name", "team-ca"),
-            (
-                "csi.cert-manager.io/dns-names",
-                "${POD_NAME}.${POD_NAMESPACE}.svc",
-            ),
-            ("csi.cert-manager.io/key-algorithm", "ECDSA"),
-        ]);
+        let mut context = csi_harness::attributes(&csi_harness::TEAM_CA_ECDSA);
         context.extend(csi_harness::attributes(extra));
-        let pod = PodRef {
-            name: pod,
-            namespace: &self.ns,
-            uid,
-        };
-        csi_harness::publish_request(volume, csi_harness::kubelet_target(uid, volume), pod, context)
+        let namespace = &self.ns;
+        csi_harness::inline_publish(
+            volume,
+            PodRef {
+                name: pod,
+                namespace,
+                uid,
+            },
+            context,
+        )
     }
 
     /// The names of `volume`'s requests (by csi-lib's label).

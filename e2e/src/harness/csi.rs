@@ -55,6 +55,27 @@ pub fn publish_request(
     }
 }
 
+/// What the scenarios' volumes ask: an ECDSA key and the pod's service name from Issuer
+/// `team-ca`.
+pub const TEAM_CA_ECDSA: [(&str, &str); 3] = [
+    ("csi.cert-manager.io/issuer-name", "team-ca"),
+    (
+        "csi.cert-manager.io/dns-names",
+        "${POD_NAME}.${POD_NAMESPACE}.svc",
+    ),
+    ("csi.cert-manager.io/key-algorithm", "ECDSA"),
+];
+
+/// kubelet's Publish of inline volume `volume` (its ID as the volume's name) onto its target
+/// under `/var/lib/kubelet`.
+pub fn inline_publish(
+    volume: &str,
+    pod: PodRef<'_>,
+    attributes: BTreeMap<String, String>,
+) -> NodePublishVolumeRequest {
+    publish_request(volume, kubelet_target(pod.uid, volume), pod, attributes)
+}
+
 /// `pairs` as owned attributes.
 pub fn attributes(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
