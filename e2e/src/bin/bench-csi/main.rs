@@ -36,7 +36,7 @@ const IN_NAMESPACE: &str = "BENCH_CSI_MOUNT_NAMESPACE";
 pub struct Env {
     pub cluster: Cluster,
     pub _ca: Ca,
-    pub _manager: Manager,
+    pub manager: Manager,
     pub ns: String,
     pub dir: tempfile::TempDir,
     pub kubeconfig: std::path::PathBuf,
@@ -82,7 +82,7 @@ async fn start() -> anyhow::Result<Env> {
     Ok(Env {
         cluster,
         _ca: ca,
-        _manager: manager,
+        manager,
         ns,
         dir,
         kubeconfig,

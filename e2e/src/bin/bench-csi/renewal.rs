@@ -7,6 +7,8 @@ use std::time::{Duration, Instant, SystemTime};
 use futures::StreamExt;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+use cfssl_issuer::api::certmanager::CertificateRequest;
+
 use crate::Env;
 use crate::phases::{figure, pods, publish};
 use crate::plugin::{Plugin, PodVolume, plugin_requests};
@@ -49,10 +51,10 @@ pub async fn renewal(env: &Env, node: &Plugin, n: usize) -> anyhow::Result<()> {
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await;
-    anyhow::ensure!(
-        published.iter().all(Result::is_ok),
-        "not every renewing volume was published"
-    );
+    if let Some(Err(error)) = published.iter().find(|r| r.is_err()) {
+        diagnose(env).await;
+        anyhow::bail!("not every renewing volume was published: {error:#}");
+    }
     let writes_before = plugin_requests(env.server()).1;
     let mut watched = HashMap::new();
     for pod in &pods {
@@ -109,4 +111,24 @@ fn report(watched: &HashMap<String, Watched>, writes: usize, n: usize) {
         "<= 2",
         renewed > 0 && per <= 2.0,
     );
+}
+
+/// What the manager and the requests say, when the phase cannot go on.
+async fn diagnose(env: &Env) {
+    let api: kube::Api<CertificateRequest> = kube::Api::namespaced(env.cluster.client.clone(), &env.ns);
+    if let Ok(list) = api.list(&Default::default()).await {
+        println!(
+            "  requests by Ready reason: {:?}",
+            e2e::harness::load::by_ready_reason(&list.items)
+        );
+    }
+    let alive = env
+        .manager
+        .pid()
+        .is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
+    println!("  manager alive: {alive}; its last lines:");
+    let log = env.manager.log();
+    for line in log.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
+        println!("    {line}");
+    }
 }
