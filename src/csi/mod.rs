@@ -20,6 +20,7 @@ pub mod proto {
 pub mod approval;
 pub mod attributes;
 pub mod collect;
+pub mod due;
 pub mod identity;
 pub mod issue;
 pub mod metrics;

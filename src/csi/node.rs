@@ -17,7 +17,6 @@ use super::proto::{
     NodePublishVolumeRequest, NodePublishVolumeResponse, NodeServiceCapability, NodeUnpublishVolumeRequest,
     NodeUnpublishVolumeResponse, node_service_capability,
 };
-use super::renew::Renewer;
 use super::store::{File, Mounter, Store, StoreError};
 pub use decide::{Again, Publish};
 
@@ -57,6 +56,14 @@ pub trait Issue: Send + Sync + 'static {
     }
 }
 
+/// The renewal timers an issued volume gets at Publish and loses at Unpublish
+/// ([`super::renew::Renewer`]); a trait, so that the Node service does not depend on renewal,
+/// which issues through the Node service's [`Issue`].
+pub trait Timers: Send + Sync + 'static {
+    fn arm(&self, volume_id: &str, due: jiff::Timestamp);
+    fn disarm(&self, volume_id: &str);
+}
+
 /// `--max-volumes`' default: a node's default pod limit (110) with two volumes each, and room.
 pub const DEFAULT_MAX_VOLUMES: usize = 256;
 
@@ -89,7 +96,7 @@ pub struct NodeService<I, M> {
     metrics: Option<Arc<CsiMetrics>>,
     /// Arms an issued volume's renewal and cancels it at Unpublish; none in tests of the
     /// Node calls alone.
-    renewer: Option<Renewer>,
+    renewer: Option<Arc<dyn Timers>>,
 }
 
 impl<I: Issue, M: Mounter> NodeService<I, M> {
@@ -131,8 +138,8 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
 
     /// Renews the volumes this service issues with `renewer`.
     #[must_use]
-    pub fn with_renewer(mut self, renewer: Renewer) -> Self {
-        self.renewer = Some(renewer);
+    pub fn with_renewer(mut self, renewer: impl Timers) -> Self {
+        self.renewer = Some(Arc::new(renewer));
         self
     }
 

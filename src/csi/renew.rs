@@ -1,5 +1,5 @@
 //! Renewal of issued volumes before their certificates expire: one timer per volume, due at
-//! the metadata's `next_issuance_time` ([`due::next_issuance`]), which issues the volume again
+//! the metadata's `next_issuance_time` ([`super::due::next_issuance`]), which issues the volume again
 //! through the same pipeline as its Publish and swaps its files under the running pod.
 //!
 //! One tokio task per volume, sleeping until its due time, rather than one task holding a
@@ -7,8 +7,6 @@
 //! few hundred bytes, a task's own loop carries its back-off count, and Unpublish cancels it
 //! by aborting it; nothing polls. All the issuances, Publish's and renewals', share the
 //! issuer's `--max-concurrent-issuances`.
-
-pub mod due;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -201,7 +199,7 @@ async fn run(inner: Arc<Inner>, volume_id: String, generation: u64, mut due: Tim
             Err(error) => {
                 inner.count("failed");
                 failures = failures.saturating_add(1);
-                let delay = due::retry_delay(failures, random_spread());
+                let delay = super::due::retry_delay(failures, random_spread());
                 tracing::warn!(%error, volume = %volume_id, retry_in = ?delay, "cannot renew the volume; it keeps its files");
                 due = (inner.clock)() + delay;
             }
@@ -255,6 +253,16 @@ impl Inner {
         }
         self.issuer.forget_others(&publish, &renewed.request).await;
         Ok(Some(next))
+    }
+}
+
+impl crate::csi::node::Timers for Renewer {
+    fn arm(&self, volume_id: &str, due: Timestamp) {
+        Renewer::arm(self, volume_id, due);
+    }
+
+    fn disarm(&self, volume_id: &str) {
+        Renewer::disarm(self, volume_id);
     }
 }
 

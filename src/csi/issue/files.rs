@@ -11,7 +11,7 @@ use crate::pki::keys::{Key, KeyError};
 
 use super::keystores::{KeystoreFileError, extra_files};
 use crate::certificates::renewal::spread_of;
-use crate::csi::renew::due::next_issuance;
+use crate::csi::due::next_issuance;
 
 /// Why an issued certificate cannot be written into the volume.
 #[derive(Debug, thiserror::Error)]

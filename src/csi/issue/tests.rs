@@ -354,7 +354,7 @@ fn error_codes_and_messages() {
 pub(super) fn jittered_two_thirds() -> Timestamp {
     let spread = crate::certificates::renewal::spread_of("csi-0b9d");
     let at = |t: &str| t.parse::<Timestamp>().unwrap();
-    let due = crate::csi::renew::due::next_issuance(
+    let due = crate::csi::due::next_issuance(
         at("2026-01-01T00:00:00Z"),
         at("2026-01-31T00:00:00Z"),
         None,
