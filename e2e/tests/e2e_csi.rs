@@ -169,20 +169,9 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The public key of a PEM file as openssl prints it: the key's from `pkey`, the
-/// certificate's from `x509`, compared by the test (not by our code).
+/// `openssl <args> -in <file>` (the harness's, not our code).
 fn openssl_public_key(args: &[&str], file: &Path) -> anyhow::Result<String> {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .arg("-in")
-        .arg(file)
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?)
+    csi_harness::openssl_in(args, file)
 }
 
 /// The volume's three files, 0440, the certificate for the key and signed by the CA.

@@ -138,19 +138,9 @@ impl Env {
     }
 }
 
-/// `openssl <args> -in <file>`, as the test reads the files (not through our code).
+/// `openssl <args> -in <file>` (the harness's, not our code).
 fn openssl(args: &[&str], file: &Path) -> anyhow::Result<String> {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .arg("-in")
-        .arg(file)
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(String::from_utf8(out.stdout)?)
+    csi_harness::openssl_in(args, file)
 }
 
 /// The certificate's serial and the key's public key, after checking the certificate is for

@@ -112,3 +112,19 @@ pub async fn connect(socket: PathBuf) -> anyhow::Result<Channel> {
         }))
         .await?)
 }
+
+/// `openssl <args> -in <file>`'s output: how the scenarios read a volume's files, with a tool
+/// that is not our code.
+pub fn openssl_in(args: &[&str], file: &std::path::Path) -> anyhow::Result<String> {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .arg("-in")
+        .arg(file)
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(String::from_utf8(out.stdout)?)
+}
