@@ -59,7 +59,7 @@ mod io {
 
     use super::super::*;
     use crate::csi::attributes::kubelet;
-    use crate::csi::testing::{answer, next_call};
+    use crate::csi::testing::{ApiHandle, answer, next_call};
 
     const STEP: Duration = Duration::from_secs(10);
 
@@ -77,15 +77,16 @@ mod io {
         store.put_pending(id, &pending).unwrap();
     }
 
-    /// One pod gone (its volume's request deleted, then the volume), one there (kept): every
-    /// call in order, and nothing else.
-    #[tokio::test]
-    async fn a_pass_looks_up_each_pending_pod_and_deletes_only_the_orphans_request() {
+    type Pass = tokio::task::JoinHandle<Result<Vec<(String, Verdict)>, String>>;
+
+    /// Two pending volumes (pods `web-0` and `web-1`, an hour's max age not reached) and a pass
+    /// of the collector over them against a scripted API.
+    fn two_pending_and_a_pass() -> (tempfile::TempDir, Store, ApiHandle, Pass) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         pending_volume(&store, "csi-a", "web-0", "2026-11-27T11:59:00Z");
         pending_volume(&store, "csi-b", "web-1", "2026-11-27T11:59:00Z");
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
         let client = kube::Client::new(service, "default");
         let now = "2026-11-27T12:00:00Z".parse().unwrap();
         let collector = Collector::new(
@@ -95,6 +96,14 @@ mod io {
             crate::clock::fixed_clock(now),
         );
         let pass = tokio::spawn(async move { collector.pass().await.map_err(|e| e.to_string()) });
+        (dir, store, handle, pass)
+    }
+
+    /// One pod gone (its volume's request deleted, then the volume), one there (kept): every
+    /// call in order, and nothing else.
+    #[tokio::test]
+    async fn a_pass_looks_up_each_pending_pod_and_deletes_only_the_orphans_request() {
+        let (dir, store, mut handle, pass) = two_pending_and_a_pass();
 
         let mut next = async || {
             let (method, uri, _, send) = next_call(&mut handle, STEP).await;
@@ -142,20 +151,7 @@ mod io {
     /// does not keep the next orphan from being collected.
     #[tokio::test]
     async fn a_refused_delete_does_not_stop_the_pass() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        pending_volume(&store, "csi-a", "web-0", "2026-11-27T11:59:00Z");
-        pending_volume(&store, "csi-b", "web-1", "2026-11-27T11:59:00Z");
-        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-        let client = kube::Client::new(service, "default");
-        let now = "2026-11-27T12:00:00Z".parse().unwrap();
-        let collector = Collector::new(
-            client,
-            store.clone(),
-            Duration::from_secs(3600),
-            crate::clock::fixed_clock(now),
-        );
-        let pass = tokio::spawn(async move { collector.pass().await.map_err(|e| e.to_string()) });
+        let (dir, store, mut handle, pass) = two_pending_and_a_pass();
         let gone = json!({"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"});
         let refused = json!({"kind": "Status", "apiVersion": "v1", "code": 500, "reason": "InternalError"});
         let deleted = json!({"kind": "Status", "apiVersion": "v1", "status": "Success"});
