@@ -103,7 +103,7 @@ mod io {
     /// call in order, and nothing else.
     #[tokio::test]
     async fn a_pass_looks_up_each_pending_pod_and_deletes_only_the_orphans_request() {
-        let (dir, store, mut handle, pass) = two_pending_and_a_pass();
+        let (_dir, store, mut handle, pass) = two_pending_and_a_pass();
 
         let mut next = async || {
             let (method, uri, _, send) = next_call(&mut handle, STEP).await;
@@ -151,7 +151,7 @@ mod io {
     /// does not keep the next orphan from being collected.
     #[tokio::test]
     async fn a_refused_delete_does_not_stop_the_pass() {
-        let (dir, store, mut handle, pass) = two_pending_and_a_pass();
+        let (_dir, store, mut handle, pass) = two_pending_and_a_pass();
         let gone = json!({"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"});
         let refused = json!({"kind": "Status", "apiVersion": "v1", "code": 500, "reason": "InternalError"});
         let deleted = json!({"kind": "Status", "apiVersion": "v1", "status": "Success"});
