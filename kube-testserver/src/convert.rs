@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::resources::{ResourceType, Shape};
+use super::selector::FieldSelector;
 
 /// core/v1 Event field ↔ events.k8s.io/v1 Event field.
 const EVENT_FIELDS: &[(&str, &str)] = &[
@@ -38,6 +39,16 @@ pub fn to_view(rt: &ResourceType, mut obj: Value) -> Value {
     }
     set_type(&mut obj, rt);
     obj
+}
+
+/// Whether `fields` selects `stored` as `rt` serves it. Only a selector on something other
+/// than metadata pays for a converted copy: a list, a delete-collection or a watch of one
+/// object by name must not copy every object of its namespace.
+pub fn fields_select(rt: &ResourceType, fields: &FieldSelector, stored: &Value) -> bool {
+    if fields.reads_metadata_only() {
+        return fields.matches(stored);
+    }
+    fields.matches(&to_view(rt, stored.clone()))
 }
 
 /// An object written through `rt`, in stored form (stored `apiVersion` is the written one;

@@ -165,9 +165,8 @@ impl Req<'_> {
             .scan(self.rt(), self.target.ns(), after.as_ref())
             // Labels are in metadata, the same in every served form: only what they select
             // is copied.
-            .filter(|(_, o)| labels.matches(o))
-            .map(|(k, o)| (k, convert::to_view(self.rt(), o.clone())))
-            .filter(|(_, o)| fields.matches(o));
+            .filter(|(_, o)| labels.matches(o) && convert::fields_select(self.rt(), &fields, o))
+            .map(|(k, o)| (k, convert::to_view(self.rt(), o.clone())));
         let page: Vec<(ObjKey, Value)> = matching
             .by_ref()
             .take(limit.unwrap_or(usize::MAX))
@@ -390,10 +389,7 @@ impl Req<'_> {
         let (labels, fields) = self.selectors()?;
         let opts = self.delete_options()?;
         let rt = Arc::clone(&self.target.rt);
-        let selected = |o: &Value| {
-            let view = convert::to_view(&rt, o.clone());
-            labels.matches(&view) && fields.matches(&view)
-        };
+        let selected = |o: &Value| labels.matches(o) && convert::fields_select(&rt, &fields, o);
         let deleted = self
             .store()
             .delete_collection(self.rt(), self.target.ns(), selected, &opts);

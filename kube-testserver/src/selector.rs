@@ -156,9 +156,10 @@ impl FieldSelector {
         }
     }
 
-    /// Whether this selects every object (no terms).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// Whether every term names a `metadata.` path, which reads the same in the stored form
+    /// and every served one, so matching needs no converted copy of the object.
+    pub fn reads_metadata_only(&self) -> bool {
+        self.0.iter().all(|(path, _, _)| path.starts_with("metadata."))
     }
 
     pub fn matches(&self, obj: &Value) -> bool {

@@ -57,8 +57,7 @@ impl WatchSpec {
     /// Whether the selectors select `obj` (stored form). Labels are in metadata, which no
     /// served form changes, so only a field selector needs the object as this watch serves it.
     fn selects(&self, obj: &Value) -> bool {
-        self.labels.matches(obj)
-            && (self.fields.is_empty() || self.fields.matches(&convert::to_view(&self.rt, obj.clone())))
+        self.labels.matches(obj) && convert::fields_select(&self.rt, &self.fields, obj)
     }
 
     /// The event type this watcher sees for a change, if any: a modification that moves an

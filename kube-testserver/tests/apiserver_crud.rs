@@ -320,6 +320,23 @@ async fn delete_collection_honours_selectors() {
     assert_eq!(names(&cms, &ListParams::default()).await, ["db-1", "plain"]);
 }
 
+/// The CSI plugin's renewal: a volume's requests by label, all but the one just issued by name.
+#[tokio::test]
+async fn delete_collection_honours_labels_and_a_name_field_together() {
+    let h = start().await;
+    let cms = seeded(&h).await;
+    let keep_one = ListParams::default()
+        .labels("app=web")
+        .fields("metadata.name!=web-2");
+    cms.delete_collection(&DeleteParams::default(), &keep_one)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&cms, &ListParams::default()).await,
+        ["db-1", "plain", "web-2"]
+    );
+}
+
 #[tokio::test]
 async fn events_recorded_through_events_k8s_io_show_in_core_v1() {
     use k8s_openapi::api::{core::v1::Event as CoreEvent, events::v1::Event};

@@ -139,11 +139,11 @@ impl Store {
         keep: impl Fn(&Value) -> bool,
         opts: &DeleteOptions,
     ) -> Vec<Value> {
+        // Borrowed: only the selected objects' keys are copied, not every object of the kind.
         let targets: Vec<ObjKey> = self
-            .list(rt, ns)
-            .into_iter()
+            .scan(rt, ns, None)
             .filter(|(_, o)| keep(o))
-            .map(|(k, _)| k)
+            .map(|(k, _)| k.clone())
             .collect();
         let mut out = Vec::new();
         for key in targets {
