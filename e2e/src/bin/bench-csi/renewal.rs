@@ -34,6 +34,9 @@ struct Watched {
     issued_at: f64,
     not_after: i64,
     renewed_at: Option<f64>,
+    /// Every new certificate seen, the first renewal's included: the plugin's writes are
+    /// counted over the whole wait, in which early volumes may renew again.
+    renewals: usize,
 }
 
 impl Watched {
@@ -46,42 +49,52 @@ impl Watched {
 
 pub async fn renewal(env: &Env, node: &Plugin, n: usize) -> anyhow::Result<()> {
     let pods: Vec<PodVolume> = pods(env, "renew", "renewing", n).await?;
+    let publishing = Instant::now();
+    // Each volume's issuance time is when its Publish returned: the deadline is its own.
     let published = futures::stream::iter(&pods)
-        .map(|pod| publish(node, pod))
+        .map(|pod| async move { publish(node, pod).await.map(|_| (pod.volume_id(), unix_now())) })
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await;
-    if let Some(Err(error)) = published.iter().find(|r| r.is_err()) {
-        diagnose(env).await;
-        anyhow::bail!("not every renewing volume was published: {error:#}");
-    }
+    let issued: Vec<(String, f64)> = match published.into_iter().collect() {
+        Ok(issued) => issued,
+        Err(error) => {
+            diagnose(env).await;
+            anyhow::bail!("not every renewing volume was published: {error:#}");
+        }
+    };
+    println!("  (published in {:.1} s)", publishing.elapsed().as_secs_f64());
     let writes_before = plugin_requests(env.server()).1;
     let mut watched = HashMap::new();
-    for pod in &pods {
-        let id = pod.volume_id();
+    for (id, issued_at) in issued {
         let (serial, not_after) = leaf(node, &id).ok_or_else(|| anyhow::anyhow!("no certificate in {id}"))?;
-        let issued_at = unix_now();
-        watched.insert(
-            id,
-            Watched {
-                serial,
-                issued_at,
-                not_after,
-                renewed_at: None,
-            },
-        );
+        let renewals = 0;
+        let renewed_at = None;
+        let seen = Watched {
+            serial,
+            issued_at,
+            not_after,
+            renewed_at,
+            renewals,
+        };
+        watched.insert(id, seen);
     }
     let wait_until = Instant::now() + Duration::from_secs(240);
     while Instant::now() < wait_until && watched.values().any(|w| w.renewed_at.is_none()) {
-        for (id, seen) in watched.iter_mut().filter(|(_, w)| w.renewed_at.is_none()) {
-            if leaf(node, id).is_some_and(|(serial, _)| serial != seen.serial) {
-                seen.renewed_at = Some(unix_now());
+        for (id, seen) in watched.iter_mut() {
+            if let Some((serial, _)) = leaf(node, id).filter(|(serial, _)| *serial != seen.serial) {
+                seen.renewed_at.get_or_insert_with(unix_now);
+                seen.renewals += 1;
+                seen.serial = serial;
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let writes = plugin_requests(env.server()).1 - writes_before;
     report(&watched, writes, n);
+    if watched.values().any(|w| w.renewed_at.is_none()) {
+        diagnose(env).await;
+    }
     Ok(())
 }
 
@@ -91,7 +104,24 @@ fn report(watched: &HashMap<String, Watched>, writes: usize, n: usize) {
         .values()
         .filter(|w| w.renewed_at.is_some_and(|at| at <= w.deadline()))
         .count();
-    let per = writes as f64 / renewed.max(1) as f64;
+    let renewals: usize = watched.values().map(|w| w.renewals).sum();
+    let per = writes as f64 / renewals.max(1) as f64;
+    let mut ages: Vec<f64> = watched
+        .values()
+        .filter_map(|w| Some(w.renewed_at? - w.issued_at))
+        .collect();
+    ages.sort_by(f64::total_cmp);
+    let age = |q: f64| {
+        ages.get(((ages.len() as f64 * q) as usize).min(ages.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "  (first renewal after issuance: min {:.1} s, p50 {:.1} s, max {:.1} s; {renewals} renewals, {writes} writes)",
+        age(0.0),
+        age(0.5),
+        age(1.0)
+    );
     println!("6. {n} volumes of a 105 s profile, due within a minute");
     figure(
         "renewed",
@@ -121,6 +151,21 @@ async fn diagnose(env: &Env) {
             "  requests by Ready reason: {:?}",
             e2e::harness::load::by_ready_reason(&list.items)
         );
+        println!("  requests by approval: {:?}", by_approval(&list.items));
+    }
+    let events: kube::Api<k8s_openapi::api::core::v1::Event> =
+        kube::Api::namespaced(env.cluster.client.clone(), &env.ns);
+    if let Ok(list) = events.list(&Default::default()).await {
+        let mut reasons = std::collections::BTreeMap::new();
+        for event in &list.items {
+            let key = format!(
+                "{}/{}",
+                event.involved_object.kind.as_deref().unwrap_or("?"),
+                event.reason.as_deref().unwrap_or("?")
+            );
+            *reasons.entry(key).or_insert(0usize) += event.count.unwrap_or(1) as usize;
+        }
+        println!("  events by reason: {reasons:?}");
     }
     let alive = env
         .manager
@@ -131,4 +176,19 @@ async fn diagnose(env: &Env) {
     for line in log.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev() {
         println!("    {line}");
     }
+}
+
+/// Requests by whether they are approved, denied or undecided.
+fn by_approval(requests: &[CertificateRequest]) -> std::collections::BTreeMap<&'static str, usize> {
+    use cfssl_issuer::api::certmanager::{APPROVED, DENIED};
+    let mut counts = std::collections::BTreeMap::new();
+    for request in requests {
+        let key = match (request.condition(APPROVED), request.condition(DENIED)) {
+            (Some(_), _) => "approved",
+            (None, Some(_)) => "denied",
+            (None, None) => "undecided",
+        };
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
 }
