@@ -162,7 +162,7 @@ impl Req<'_> {
             None => (store.resource_version(), None),
         };
         let mut matching = store
-            .scan(self.rt(), self.target.ns(), after.as_ref())
+            .scan_pinned(self.rt(), self.target.ns(), after.as_ref(), fields.pinned_name())
             // Labels are in metadata, the same in every served form: only what they select
             // is copied.
             .filter(|(_, o)| labels.matches(o) && convert::fields_select(self.rt(), &fields, o))

@@ -101,6 +101,9 @@ impl LabelSelector {
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
+        if self.0.is_empty() {
+            return true;
+        }
         let labels = meta::labels(obj);
         self.0.iter().all(|r| {
             let value = labels.and_then(|l| l.get(&r.key)).and_then(Value::as_str);
@@ -154,6 +157,14 @@ impl FieldSelector {
             ))),
             None => Ok(()),
         }
+    }
+
+    /// The name an equality term on `metadata.name` pins, as kube's watcher of one object asks.
+    pub fn pinned_name(&self) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(path, eq, _)| path == "metadata.name" && *eq)
+            .map(|(_, _, name)| name.as_str())
     }
 
     /// Whether every term names a `metadata.` path, which reads the same in the stored form

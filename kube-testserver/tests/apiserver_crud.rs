@@ -320,6 +320,44 @@ async fn delete_collection_honours_selectors() {
     assert_eq!(names(&cms, &ListParams::default()).await, ["db-1", "plain"]);
 }
 
+/// A name pins one object of a namespace (kube's watcher of one object lists so); across
+/// namespaces it selects that name in each.
+#[tokio::test]
+async fn list_by_name_finds_the_one_object_or_none() {
+    let h = start().await;
+    let cms = seeded(&h).await;
+    let by = |selector: &str| ListParams::default().fields(selector);
+    assert_eq!(names(&cms, &by("metadata.name=web-2")).await, ["web-2"]);
+    assert_eq!(
+        names(&cms, &by("metadata.name==web-2,metadata.namespace=default")).await,
+        ["web-2"]
+    );
+    assert!(
+        names(&cms, &by("metadata.name=web-2,metadata.namespace=other"))
+            .await
+            .is_empty()
+    );
+    assert!(names(&cms, &by("metadata.name=nope")).await.is_empty());
+    assert_eq!(
+        names(&cms, &by("metadata.name=web-2").labels("app=web")).await,
+        ["web-2"]
+    );
+    assert!(
+        names(&cms, &by("metadata.name=web-2").labels("app=db"))
+            .await
+            .is_empty()
+    );
+    let other: Api<ConfigMap> = Api::namespaced(h.client.clone(), "kube-system");
+    other
+        .create(&PostParams::default(), &config_map("web-2", &[]))
+        .await
+        .unwrap();
+    let everywhere: Api<ConfigMap> = Api::all(h.client.clone());
+    let found = everywhere.list(&by("metadata.name=web-2")).await.unwrap().items;
+    let namespaces: Vec<_> = found.iter().map(|c| c.namespace().unwrap()).collect();
+    assert_eq!(namespaces, ["default", "kube-system"]);
+}
+
 /// The CSI plugin's renewal: a volume's requests by label, all but the one just issued by name.
 #[tokio::test]
 async fn delete_collection_honours_labels_and_a_name_field_together() {

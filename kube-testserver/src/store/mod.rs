@@ -299,6 +299,27 @@ impl Store {
             .map(|(k, e)| (k, &e.obj))
     }
 
+    /// As [`Store::scan`], narrowed to the one object `name` when a selector pins it: a list
+    /// of one object by name is a lookup, not a scan of its namespace. Across namespaces a
+    /// name pins nothing.
+    pub fn scan_pinned<'a>(
+        &'a self,
+        rt: &ResourceType,
+        ns: Option<&'a str>,
+        after: Option<&ObjKey>,
+        name: Option<&str>,
+    ) -> Box<dyn Iterator<Item = (&'a ObjKey, &'a Value)> + 'a> {
+        let Some(name) = name.filter(|_| ns.is_some() || !rt.namespaced) else {
+            return Box::new(self.scan(rt, ns, after));
+        };
+        let key = ns_key(rt, ns, name);
+        if after.is_some_and(|after| *after >= key) {
+            return Box::new(std::iter::empty());
+        }
+        let found = self.entries(&rt.storage).and_then(|m| m.get_key_value(&key));
+        Box::new(found.into_iter().map(|(k, e)| (k, &e.obj)))
+    }
+
     /// Subscribes a watch and takes its starting point in one step, so nothing falls between.
     pub fn watch(&self, rt: &ResourceType, ns: Option<&str>, since: Since) -> ApiResult<WatchStart> {
         let rx = self.changes.subscribe();
