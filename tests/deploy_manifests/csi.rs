@@ -153,6 +153,8 @@ struct Plugin<'a> {
     registrar_image: &'a str,
     liveness_image: &'a str,
     health_port: u64,
+    /// The plugin's `/metrics` port: its `--metrics-addr` and its container port `metrics`.
+    metrics_port: u64,
     /// The flags expected among the plugin's arguments.
     args: &'a [&'a str],
 }
@@ -163,6 +165,7 @@ const DEFAULTS: Plugin<'static> = Plugin {
     registrar_image: "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0",
     liveness_image: "registry.k8s.io/sig-storage/livenessprobe:v2.19.0",
     health_port: 9809,
+    metrics_port: 8080,
     args: &[
         "--endpoint=unix:///plugin/csi.sock",
         "--node-id=$(NODE_ID)",
@@ -332,6 +335,13 @@ fn assert_plugin(docs: &[Value], namespace: &str, want: &Plugin) {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
     assert_plugin_accepts(&args);
+    let metrics = format!("--metrics-addr=0.0.0.0:{}", want.metrics_port);
+    assert!(args.contains(&metrics.as_str()), "{metrics} in {args:?}");
+    assert_eq!(
+        plugin["ports"],
+        serde_json::json!([{ "name": "metrics", "containerPort": want.metrics_port, "protocol": "TCP" }]),
+        "the plugin's ports"
+    );
     let data_root = args
         .iter()
         .find_map(|a| a.strip_prefix("--data-root="))
@@ -484,6 +494,7 @@ fn chart_csi_values_reach_the_plugin() {
             registrar_image: "registry.example.org/sig-storage/csi-node-driver-registrar:v2.16.0",
             liveness_image: "registry.example.org/sig-storage/livenessprobe:v2.18.0",
             health_port: 9810,
+            metrics_port: 9402,
             args: &[
                 "--issuance-timeout=90s",
                 "--pending-max-age=30m",
@@ -513,6 +524,41 @@ fn chart_csi_values_reach_the_plugin() {
     );
 }
 
+/// The plugin pods are scraped by a PodMonitor when asked (a DaemonSet has no Service), on the
+/// port the plugin serves; the scrape annotations follow the manager's `metrics` value.
+#[test]
+fn chart_csi_pod_monitor_scrapes_the_plugin_pods() {
+    let docs = chart_case("csi");
+    let monitor = one(&docs, "PodMonitor");
+    let ds = one(&docs, "DaemonSet");
+    let pod_labels = &ds["spec"]["template"]["metadata"]["labels"];
+    let selector = monitor["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .expect("matchLabels");
+    assert!(!selector.is_empty());
+    for (key, value) in selector {
+        assert_eq!(
+            &pod_labels[key], value,
+            "the PodMonitor selects the plugin pods by {key}"
+        );
+    }
+    assert_eq!(monitor["metadata"]["labels"]["release"], "prometheus");
+    assert_eq!(
+        monitor["spec"]["namespaceSelector"]["matchNames"],
+        serde_json::json!([NAMESPACE])
+    );
+    assert_eq!(
+        monitor["spec"]["podMetricsEndpoints"],
+        serde_json::json!([{ "port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s" }])
+    );
+    let annotations = &ds["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/port"], "9402");
+    assert!(
+        kind(&chart_case("csi-defaults"), "PodMonitor").is_empty(),
+        "no PodMonitor unless asked"
+    );
+}
+
 /// The chart's defaults are the binary's, where the binary has a default.
 #[test]
 fn chart_csi_defaults_are_the_flags_defaults() {
@@ -528,6 +574,7 @@ fn chart_csi_defaults_are_the_flags_defaults() {
     assert_eq!(duration("pendingMaxAge"), flags.pending_max_age);
     assert_eq!(flags.endpoint, "unix:///plugin/csi.sock");
     assert_eq!(flags.data_root, Path::new("/csi-data-dir"));
+    assert_eq!(csi["metrics"]["port"], flags.metrics_addr.port());
 }
 
 /// A data directory under /tmp or /var/tmp is refused: by values.schema.json, and by the chart
