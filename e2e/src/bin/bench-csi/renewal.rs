@@ -122,6 +122,21 @@ fn report(watched: &HashMap<String, Watched>, writes: usize, n: usize) {
         age(0.5),
         age(1.0)
     );
+    // The latest, against their own deadline and the lifetime they had left at issuance.
+    let mut late: Vec<&Watched> = watched
+        .values()
+        .filter(|w| w.renewed_at.is_none_or(|at| at > w.deadline()))
+        .collect();
+    late.sort_by(|a, b| a.issued_at.total_cmp(&b.issued_at));
+    for w in late.iter().take(5) {
+        let since = |at: f64| at - w.issued_at;
+        println!(
+            "  (late: renewed {:.1} s after issuance, deadline {:.1} s, notAfter {:.1} s)",
+            w.renewed_at.map_or(f64::NAN, since),
+            since(w.deadline()),
+            since(w.not_after as f64)
+        );
+    }
     println!("6. {n} volumes of a 105 s profile, due within a minute");
     figure(
         "renewed",
