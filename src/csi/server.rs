@@ -404,6 +404,72 @@ mod tests {
         }
     }
 
+    /// Rediscovery's report of a stale mount: one Warning Event on the pod its metadata names,
+    /// through events.k8s.io; a refused post is only logged (the plugin starts anyway), and a
+    /// stale mount whose volume names no pod posts nothing.
+    #[tokio::test]
+    async fn a_stale_mount_posts_one_warning_event_on_its_pod() {
+        use crate::csi::attributes::PodInfo;
+        use crate::csi::testing::{answer, next_call};
+        const STEP: Duration = Duration::from_secs(5);
+        let (service, mut handle) =
+            tower_test::mock::pair::<http::Request<kube::client::Body>, http::Response<kube::client::Body>>();
+        let client = kube::Client::new(service, "default");
+        let pod = PodInfo {
+            name: "web-0".into(),
+            namespace: "shop".into(),
+            uid: "u-1".into(),
+            service_account: "web".into(),
+        };
+        let mut stale = Stale {
+            volume: "csi-1".into(),
+            target: "/var/lib/kubelet/pods/u-1/volumes/kubernetes.io~csi/tls/mount".into(),
+            pod: Some(pod),
+        };
+        let reporter = client.clone();
+        let report = tokio::spawn(async move {
+            report_stale(&stale, "node-1", &reporter).await;
+            stale
+        });
+        let (method, uri, body, send) = next_call(&mut handle, STEP).await;
+        assert_eq!(
+            (method, uri.as_str()),
+            (
+                http::Method::POST,
+                "/apis/events.k8s.io/v1/namespaces/shop/events?"
+            )
+        );
+        let said = |key: &str| body.pointer(key).and_then(serde_json::Value::as_str);
+        assert_eq!(
+            [
+                said("/type"),
+                said("/reason"),
+                said("/regarding/uid"),
+                said("/reportingInstance")
+            ],
+            [
+                Some("Warning"),
+                Some("StaleVolumeMount"),
+                Some("u-1"),
+                Some("cfssl-issuer-csi-node-1")
+            ]
+        );
+        let refused =
+            serde_json::json!({"kind": "Status", "apiVersion": "v1", "code": 500, "reason": "InternalError"});
+        answer(send, http::StatusCode::INTERNAL_SERVER_ERROR, &refused);
+        stale = tokio::time::timeout(STEP, report)
+            .await
+            .expect("done in time")
+            .unwrap();
+
+        stale.pod = None;
+        tokio::time::timeout(STEP, report_stale(&stale, "node-1", &client))
+            .await
+            .expect("done in time");
+        drop(client);
+        assert!(handle.next_request().await.is_none(), "no further call");
+    }
+
     #[test]
     fn pending_max_ages_are_positive() {
         let cases = [
