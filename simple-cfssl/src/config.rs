@@ -201,6 +201,10 @@ impl Config {
                 // in the past whatever the rounding, which moves it up to 30 s either way), and
                 // two thirds of 105 s later comes the renewal, 9 to 69 s after signing.
                 Profile::new("renewing", "105s", &server, key).with_backdate("31s"),
+                // As `renewing`, with room for CFSSL's minute rounding: at least 89 s left at
+                // signing, more than 6/5 of the 60 s floor between renewals, so every
+                // certificate renews in its window (bench-csi's renewal phase).
+                Profile::new("renewing-150s", "150s", &server, key).with_backdate("31s"),
                 Profile::new(
                     "client",
                     "720h",
@@ -551,12 +555,15 @@ mod tests {
                 "default",
                 "noauth",
                 "renewing",
+                "renewing-150s",
                 "server",
                 "server-short"
             ]
         );
         assert_eq!(policy.profiles["renewing"].expiry, Duration::from_secs(105));
         assert_eq!(policy.profiles["renewing"].backdate, Duration::from_secs(31));
+        assert_eq!(policy.profiles["renewing-150s"].expiry, Duration::from_secs(150));
+        assert_eq!(policy.profiles["renewing-150s"].backdate, Duration::from_secs(31));
         assert_eq!(policy.profiles["server"].backdate, DEFAULT_BACKDATE);
         assert!(policy.profiles["noauth"].auth.is_none());
         assert_eq!(policy.profiles["server-short"].expiry, Duration::from_secs(600));

@@ -16,7 +16,7 @@ pub enum Backend {
 
 /// A running CA with labels `intermediate1`/`intermediate2` and profiles `default`, `server`,
 /// `server-short` and `client` keyed with [`KEY_HEX`] (simple-cfssl also has `renewing`: 105 s
-/// from the rounded minute less 31 s, for renewals within about a minute).
+/// from the rounded minute less 31 s, for renewals within about a minute, and `renewing-150s`).
 pub struct Ca {
     pub backend: Backend,
     /// The URL as the manager reaches it.

@@ -8,7 +8,7 @@
 //! 4. volumes added up to `BENCH_CSI_VOLUMES`, then the plugin idle: its RSS and CPU;
 //! 5. the plugin killed (SIGKILL) and started again: time to a ready Probe, and requests made
 //!    for volumes not due (none expected);
-//! 6. `BENCH_CSI_RENEW` volumes from an issuer whose profile lasts 105 s, all due within a
+//! 6. `BENCH_CSI_RENEW` volumes from an issuer whose profile lasts 150 s, all due within a
 //!    minute: each renewed before 5/6 of its lifetime, and the plugin's writes per renewal.
 //!
 //! Figures are printed with their targets and ok/MISSED, never asserted. Mounts need root
@@ -48,7 +48,7 @@ impl Env {
     }
 }
 
-/// Issuers `fast` (profile `server`, 720h) and `renewing` (105 s) in the bench's namespace.
+/// Issuers `fast` (profile `server`, 720h) and `renewing` (150 s) in the bench's namespace.
 async fn start() -> anyhow::Result<Env> {
     let cluster = Cluster::start().await?;
     anyhow::ensure!(
@@ -69,7 +69,7 @@ async fn start() -> anyhow::Result<Env> {
     let manager = Manager::start(options).await?;
     let ns = cluster.namespace("bench-csi").await?;
     cluster.put_key_secret(&ns, "ca-key", &ca.key_hex).await?;
-    for (issuer, profile) in [("fast", "server"), ("renewing", "renewing")] {
+    for (issuer, profile) in [("fast", "server"), ("renewing", "renewing-150s")] {
         let spec = objects::issuer_spec(&ca, "ca-key", profile);
         objects::create_issuer(&cluster.client, Kind::Issuer, &ns, issuer, spec).await?;
         objects::wait_issuer_reason(&cluster.client, Kind::Issuer, &ns, issuer, "Checked", WAIT).await?;

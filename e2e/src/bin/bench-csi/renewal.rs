@@ -1,4 +1,4 @@
-//! Phase 6: volumes from an issuer whose profile lasts 105 s, all due within a minute, renewed
+//! Phase 6: volumes from an issuer whose profile lasts 150 s, all due within a minute, renewed
 //! by the plugin's own timers while the bench watches their files.
 
 use std::collections::HashMap;
@@ -137,7 +137,7 @@ fn report(watched: &HashMap<String, Watched>, writes: usize, n: usize) {
             since(w.not_after as f64)
         );
     }
-    println!("6. {n} volumes of a 105 s profile, due within a minute");
+    println!("6. {n} volumes of a 150 s profile, due within a minute");
     figure(
         "renewed",
         format!("{renewed}/{n}"),
