@@ -179,6 +179,7 @@ async fn each_profile_sets_its_usages_and_lifetime() {
         ("server", 720.0, true, false),
         ("server-short", 600.0 / 3600.0, true, false),
         ("renewing", 105.0 / 3600.0, true, false),
+        ("renewing-150s", 150.0 / 3600.0, true, false),
         ("client", 720.0, false, true),
     ] {
         let csr = csr("p.example", &["p.example"]);
@@ -194,7 +195,7 @@ async fn each_profile_sets_its_usages_and_lifetime() {
         assert_eq!(lifetime as f64, hours * 3600.0, "{profile}");
         assert_eq!(eku(&leaf), (server, client), "{profile}");
     }
-    assert_eq!(ca.issued_count(), 5);
+    assert_eq!(ca.issued_count(), 6);
 }
 
 #[tokio::test]
