@@ -10,7 +10,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 use cfssl_issuer::api::certmanager::CertificateRequest;
 
 use crate::Env;
-use crate::phases::{figure, pods, publish};
+use crate::phases::{figure, pods, publish, quantile};
 use crate::plugin::{Plugin, PodVolume, plugin_requests};
 
 /// A volume's certificate as its file shows it: serial, and notAfter as a Unix time.
@@ -68,8 +68,7 @@ pub async fn renewal(env: &Env, node: &Plugin, n: usize) -> anyhow::Result<()> {
     let mut watched = HashMap::new();
     for (id, issued_at) in issued {
         let (serial, not_after) = leaf(node, &id).ok_or_else(|| anyhow::anyhow!("no certificate in {id}"))?;
-        let renewals = 0;
-        let renewed_at = None;
+        let (renewed_at, renewals) = (None, 0);
         let seen = Watched {
             serial,
             issued_at,
@@ -106,22 +105,17 @@ fn report(watched: &HashMap<String, Watched>, writes: usize, n: usize) {
         .count();
     let renewals: usize = watched.values().map(|w| w.renewals).sum();
     let per = writes as f64 / renewals.max(1) as f64;
-    let mut ages: Vec<f64> = watched
+    let mut ages: Vec<Duration> = watched
         .values()
-        .filter_map(|w| Some(w.renewed_at? - w.issued_at))
+        .filter_map(|w| Duration::try_from_secs_f64(w.renewed_at? - w.issued_at).ok())
         .collect();
-    ages.sort_by(f64::total_cmp);
-    let age = |q: f64| {
-        ages.get(((ages.len() as f64 * q) as usize).min(ages.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    println!(
-        "  (first renewal after issuance: min {:.1} s, p50 {:.1} s, max {:.1} s; {renewals} renewals, {writes} writes)",
-        age(0.0),
-        age(0.5),
-        age(1.0)
-    );
+    if !ages.is_empty() {
+        let mut age = |q: f64| quantile(&mut ages, q).as_secs_f64();
+        let (min, p50, max) = (age(0.0), age(0.5), age(1.0));
+        println!(
+            "  (first renewal after issuance: min {min:.1} s, p50 {p50:.1} s, max {max:.1} s; {renewals} renewals, {writes} writes)"
+        );
+    }
     // The latest, against their own deadline and the lifetime they had left at issuance.
     let mut late: Vec<&Watched> = watched
         .values()
