@@ -130,9 +130,10 @@ fn inner_bind() {
     let target = dir.path().join("pods/u1/volumes/kubernetes.io~csi/tls/mount");
     store.put_metadata(&issued_metadata("csi-1", &target)).unwrap();
     store.write_files("csi-1", &files("first"), None).unwrap();
-    assert!(!mounts.is_mounted(&target).unwrap());
-    mounts.mount(&store.data_dir("csi-1").unwrap(), &target).unwrap();
-    assert!(mounts.is_mounted(&target).unwrap());
+    let source = store.data_dir("csi-1").unwrap();
+    assert!(!mounts.is_mounted(&source, &target).unwrap());
+    mounts.mount(&source, &target).unwrap();
+    assert!(mounts.is_mounted(&source, &target).unwrap());
     assert_eq!(std::fs::read_to_string(target.join("tls.crt")).unwrap(), "first");
     let error = std::fs::File::create(target.join("written")).unwrap_err();
     assert_eq!(error.raw_os_error(), Some(EROFS), "{error}");
@@ -148,6 +149,115 @@ fn inner_bind() {
     assert_eq!(mounts_at(&target), 0);
     assert!(!target.exists(), "Unpublish removes the target");
     mounts.unmount(&target).unwrap();
+}
+
+#[test]
+fn statx_and_mountinfo_agree_on_what_is_bound_where() {
+    in_namespace("inner_bound");
+}
+
+/// One row: what is on the target, and whether the volume's own directory is bound there.
+struct Case {
+    name: &'static str,
+    target: &'static str,
+    bound: bool,
+}
+
+#[test]
+#[ignore = "run by statx_and_mountinfo_agree_on_what_is_bound_where"]
+fn inner_bound() {
+    if !inside() {
+        return;
+    }
+    let (dir, store, mounts) = store(MIB);
+    for id in ["csi-1", "csi-2"] {
+        store.put_metadata(&issued_metadata(id, dir.path())).unwrap();
+        store.write_files(id, &files(id), None).unwrap();
+    }
+    let source = store.data_dir("csi-1").unwrap();
+    let at = |name: &str| dir.path().join(name);
+    std::fs::create_dir_all(at("plain")).unwrap();
+    mounts.mount(&source, &at("ours")).unwrap();
+    mounts
+        .mount(&store.data_dir("csi-2").unwrap(), &at("other-volume"))
+        .unwrap();
+    // A directory of the tmpfs seen through a bind of its parent: the tmpfs's device, no mount.
+    mounts
+        .mount(&store.data_dir("csi-1").unwrap().join(".."), &at("parent"))
+        .unwrap();
+    // An earlier run's tmpfs left on the target, then the Publish's bind stacked on it.
+    tmpfs_on(&at("stale"));
+    tmpfs_on(&at("stacked"));
+    mounts.mount(&source, &at("stacked")).unwrap();
+    std::os::unix::fs::symlink(at("ours"), at("link")).unwrap();
+    let cases = [
+        Case {
+            name: "nothing there",
+            target: "missing",
+            bound: false,
+        },
+        Case {
+            name: "a plain directory",
+            target: "plain",
+            bound: false,
+        },
+        Case {
+            name: "the volume's bind",
+            target: "ours",
+            bound: true,
+        },
+        Case {
+            name: "another volume's bind",
+            target: "other-volume",
+            bound: false,
+        },
+        Case {
+            name: "inside a bind of the tmpfs",
+            target: "parent/data",
+            bound: false,
+        },
+        Case {
+            name: "an earlier run's tmpfs",
+            target: "stale",
+            bound: false,
+        },
+        Case {
+            name: "the bind stacked on it",
+            target: "stacked",
+            bound: true,
+        },
+        Case {
+            name: "a symlink to the bind",
+            target: "link",
+            bound: true,
+        },
+    ];
+    for case in &cases {
+        let target = at(case.target);
+        assert_eq!(
+            mounts.bound_by_statx(&source, &target).unwrap(),
+            Some(case.bound),
+            "statx: {}",
+            case.name
+        );
+        assert_eq!(
+            mounts.bound_by_mountinfo(&source, &target).unwrap(),
+            case.bound,
+            "mountinfo: {}",
+            case.name
+        );
+    }
+    // Unpublish takes every mount stacked on the target, whichever answers.
+    mounts.unmount(&at("stacked")).unwrap();
+    assert_eq!(mounts_at(&at("stacked")), 0);
+    assert!(!at("stacked").exists());
+}
+
+/// A small tmpfs of its own on `path`, as an earlier run of the plugin leaves behind.
+fn tmpfs_on(path: &Path) {
+    std::fs::create_dir_all(path).unwrap();
+    let flags = rustix::mount::MountFlags::empty();
+    rustix::mount::mount("tmpfs", path, "tmpfs", flags, c"size=1m").unwrap();
 }
 
 /// Counts its issuances.

@@ -37,7 +37,7 @@ impl Mounter for FakeMounts {
         self.0.lock().unwrap().remove(target);
         Ok(())
     }
-    fn is_mounted(&self, target: &Path) -> std::io::Result<bool> {
+    fn is_mounted(&self, _: &Path, target: &Path) -> std::io::Result<bool> {
         Ok(self.0.lock().unwrap().contains(target))
     }
 }
@@ -270,7 +270,12 @@ async fn publish_writes_files_then_republish_and_unpublish() {
         format!("{:?}", san.value.general_names),
         "[DNSName(\"web-0.shop.svc\")]"
     );
-    assert!(plugin.mounts.is_mounted(Path::new(&request.target_path)).unwrap());
+    assert!(
+        plugin
+            .mounts
+            .is_mounted(Path::new(""), Path::new(&request.target_path))
+            .unwrap()
+    );
 
     // kubelet's retry, or its periodic re-publish with a fresh token: nothing issued again.
     let mut again = request.clone();
@@ -310,7 +315,12 @@ async fn publish_writes_files_then_republish_and_unpublish() {
         target_path: request.target_path.clone(),
     };
     node.node_unpublish_volume(unpublish.clone()).await.unwrap();
-    assert!(!plugin.mounts.is_mounted(Path::new(&request.target_path)).unwrap());
+    assert!(
+        !plugin
+            .mounts
+            .is_mounted(Path::new(""), Path::new(&request.target_path))
+            .unwrap()
+    );
     assert!(!plugin.store.join("csi-0b9d").exists());
     // Unknown volume, missing target: done already.
     node.node_unpublish_volume(unpublish).await.unwrap();

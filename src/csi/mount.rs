@@ -6,6 +6,7 @@
 //! volume's `data` directory is bind-mounted read-only onto kubelet's target.
 
 pub mod mountinfo;
+pub mod probe;
 pub mod size;
 
 use std::io;
@@ -41,6 +42,15 @@ fn syscall(action: &'static str, path: &Path) -> impl FnOnce(rustix::io::Errno) 
         action,
         path,
         source: errno.into(),
+    }
+}
+
+fn stat(path: &Path) -> impl FnOnce(io::Error) -> MountError {
+    let path = path.to_path_buf();
+    move |source| MountError::Syscall {
+        action: "stat",
+        path,
+        source,
     }
 }
 
@@ -119,12 +129,64 @@ impl Mounts {
         Ok(Tmpfs { entry, reused: false })
     }
 
+    /// Whether `source`, a volume's data directory in the store, is what a lookup of `target`
+    /// finds as a mount's root: by statx, or by mountinfo where the kernel cannot say.
+    pub fn bound(&self, source: &Path, target: &Path) -> Result<bool, MountError> {
+        match self.bound_by_statx(source, target)? {
+            Some(bound) => Ok(bound),
+            None => self.bound_by_mountinfo(source, target),
+        }
+    }
+
+    /// [`Mounts::bound`] from two statx calls; `None` when the kernel cannot tell a mount's
+    /// root (before Linux 5.8).
+    pub fn bound_by_statx(&self, source: &Path, target: &Path) -> Result<Option<bool>, MountError> {
+        let Some(found) = probe::seen(target).map_err(stat(target))? else {
+            return Ok(Some(false));
+        };
+        let Some(root) = found.mount_root else {
+            return Ok(None);
+        };
+        let bound = root
+            && probe::seen(source)
+                .map_err(stat(source))?
+                .is_some_and(|s| s.same_file(&found));
+        Ok(Some(bound))
+    }
+
+    /// [`Mounts::bound`] from mountinfo: the topmost mount on `target` shows `source`'s
+    /// directory of the tmpfs mounted now.
+    pub fn bound_by_mountinfo(&self, source: &Path, target: &Path) -> Result<bool, MountError> {
+        let table = self.table()?;
+        let Some(tmpfs) = self.tmpfs(&table) else {
+            return Ok(false);
+        };
+        let Ok(data) = canonical(source)
+            .strip_prefix(&self.root)
+            .map(|d| Path::new("/").join(d))
+        else {
+            return Ok(false);
+        };
+        Ok(mountinfo::target(&table, &tmpfs, &canonical(target), &data) == Target::Ours)
+    }
+
+    /// Whether anything is mounted on `target`.
+    fn mount_point(&self, target: &Path) -> Result<bool, MountError> {
+        match probe::seen(target).map_err(stat(target))? {
+            None => Ok(false),
+            Some(found) => match found.mount_root {
+                Some(root) => Ok(root),
+                None => Ok(mountinfo::at(&self.table()?, target).is_some()),
+            },
+        }
+    }
+
     /// Unmounts everything stacked on `target`, then removes the (empty) directory.
     fn unmount_and_remove(&self, target: &Path) -> Result<(), MountError> {
         let target = canonical(target);
         // Bounded: a mount that comes back at each pass is not ours to fight.
         for _ in 0..16 {
-            if mountinfo::at(&self.table()?, &target).is_none() {
+            if !self.mount_point(&target)? {
                 break;
             }
             rustix::mount::unmount(&target, UnmountFlags::NOFOLLOW).map_err(syscall("unmount", &target))?;
@@ -181,14 +243,10 @@ impl Mounter for Mounts {
         self.unmount_and_remove(target).map_err(io::Error::other)
     }
 
-    /// A bind of the store's tmpfs is on `target`; something else there (a tmpfs of an
-    /// earlier run) is covered by the Publish's own bind.
-    fn is_mounted(&self, target: &Path) -> io::Result<bool> {
-        let table = self.table().map_err(io::Error::other)?;
-        let Some(tmpfs) = self.tmpfs(&table) else {
-            return Ok(false);
-        };
-        Ok(mountinfo::at(&table, &canonical(target)).is_some_and(|e| e.device == tmpfs.device))
+    /// Something else on `target` (a bind of an earlier run's tmpfs, another volume) is
+    /// covered by the Publish's own bind.
+    fn is_mounted(&self, source: &Path, target: &Path) -> io::Result<bool> {
+        self.bound(source, target).map_err(io::Error::other)
     }
 }
 

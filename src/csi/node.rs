@@ -198,10 +198,10 @@ impl<I: Issue, M: Mounter> NodeService<I, M> {
             self.issue_and_write(&publish).await?;
         }
         let target = Path::new(&publish.target_path);
-        if self.mounter.is_mounted(target).map_err(internal)? {
+        let source = self.store.data_dir(&publish.volume_id).map_err(internal)?;
+        if self.mounter.is_mounted(&source, target).map_err(internal)? {
             return Ok(());
         }
-        let source = self.store.data_dir(&publish.volume_id).map_err(internal)?;
         if let Err(e) = self.mounter.mount(&source, target) {
             if again.is_none() {
                 let _ = self.store.remove(&publish.volume_id);

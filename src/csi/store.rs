@@ -31,8 +31,8 @@ pub trait Mounter: Send + Sync + 'static {
     /// Undoes [`Mounter::mount`], every mount on `target` and the directory itself (Unpublish
     /// is "unmount and remove the target"); a target not mounted, or gone, is not an error.
     fn unmount(&self, target: &Path) -> io::Result<()>;
-    /// Whether `target` is a mount this plugin made.
-    fn is_mounted(&self, target: &Path) -> io::Result<bool>;
+    /// Whether `source` is what [`Mounter::mount`] made visible at `target`.
+    fn is_mounted(&self, source: &Path, target: &Path) -> io::Result<bool>;
 }
 
 /// What the store cannot do.

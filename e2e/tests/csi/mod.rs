@@ -67,7 +67,7 @@ impl Mounter for FakeMounts {
         self.0.lock().expect("mounts").retain(|t| t != target);
         Ok(())
     }
-    fn is_mounted(&self, target: &Path) -> std::io::Result<bool> {
+    fn is_mounted(&self, _: &Path, target: &Path) -> std::io::Result<bool> {
         Ok(self.0.lock().expect("mounts").iter().any(|t| t == target))
     }
 }

@@ -141,9 +141,15 @@ async fn run() -> anyhow::Result<()> {
     let max = volumes + renew + 110 + sequential;
     let node = plugin::Plugin::start(&binary, &env.dir.path().join("node"), &env.kubeconfig, max).await?;
     let mut pods = phases::sequential(&env, &node, sequential).await?;
-    phases::republish(&env, &node, &pods).await?;
+    let again = format!("2. the same {sequential} volumes published again");
+    phases::republish(&env, &node, &pods, &again).await?;
     pods.extend(phases::burst(&env, &node, 110).await?);
     phases::fill(&env, &node, &mut pods, volumes).await?;
+    let full = format!(
+        "2b. the same {sequential} again, {} volumes on the node",
+        pods.len()
+    );
+    phases::republish(&env, &node, &pods[..sequential], &full).await?;
     phases::idle(&node, idle)?;
     let node = phases::restart(&env, node, &binary, max).await?;
     if renew > 0 {

@@ -255,7 +255,7 @@ impl crate::csi::store::Mounter for Unmounted {
     fn unmount(&self, _: &std::path::Path) -> std::io::Result<()> {
         Ok(())
     }
-    fn is_mounted(&self, _: &std::path::Path) -> std::io::Result<bool> {
+    fn is_mounted(&self, _: &std::path::Path, _: &std::path::Path) -> std::io::Result<bool> {
         Ok(false)
     }
 }
