@@ -21,6 +21,7 @@ use super::proto::node_server::NodeServer;
 use super::rediscover::{Stale, rediscover, stale_event};
 use super::renew::Renewer;
 use super::store::{Metadata, Mounter, Store, StoreError};
+use crate::clock::Clock;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 
@@ -188,6 +189,7 @@ async fn restart(
     args: &CsiArgs,
     client: &kube::Client,
     metrics: &CsiMetrics,
+    clock: &Clock,
 ) -> Result<Vec<(String, Metadata)>, ServeError> {
     let tmpfs = mounts.ensure_tmpfs(args.tmpfs_size, &args.mount_context)?;
     let root = tmpfs.entry.mount_point.display().to_string();
@@ -201,7 +203,7 @@ async fn restart(
     }
     for stale in &found.stale {
         metrics.stale_mount();
-        report_stale(stale, &args.node_id, client).await;
+        report_stale(stale, &args.node_id, client, clock()).await;
     }
     tracing::info!(
         live = found.live.len(),
@@ -213,13 +215,13 @@ async fn restart(
 
 /// A warning, and an Event on the pod when its metadata names it (a courtesy: a failure to
 /// post it is logged, never a reason not to start).
-async fn report_stale(stale: &Stale, node_id: &str, client: &kube::Client) {
+async fn report_stale(stale: &Stale, node_id: &str, client: &kube::Client, now: jiff::Timestamp) {
     let target = stale.target.display().to_string();
     tracing::warn!(volume = %stale.volume, %target, "stale mount: the pod does not see its volume's current files");
     let Some(pod) = &stale.pod else {
         return;
     };
-    let event = stale_event(stale, pod, node_id, (crate::clock::system_clock())());
+    let event = stale_event(stale, pod, node_id, now);
     let events: Api<Event> = Api::namespaced(client.clone(), &pod.namespace);
     if let Err(error) = events.create(&PostParams::default(), &event).await {
         tracing::warn!(%error, volume = %stale.volume, "cannot post the stale mount's Event on the pod");
@@ -251,7 +253,7 @@ async fn start(args: CsiArgs) -> Result<(), ServeError> {
     let mounts = Mounts::new(&root)?;
     let clock = crate::clock::system_clock();
     let metrics = Arc::new(CsiMetrics::new(store.clone(), clock.clone()));
-    let live = restart(&mounts, &store, &args, &client, &metrics).await?;
+    let live = restart(&mounts, &store, &args, &client, &metrics, &clock).await?;
     let collector = Collector::new(client.clone(), store.clone(), args.pending_max_age, clock.clone());
     tokio::spawn(collector.run());
     let metrics_at = super::metrics::serve(args.metrics_addr, metrics.clone())
@@ -427,8 +429,10 @@ mod tests {
             pod: Some(pod),
         };
         let reporter = client.clone();
+        // The restart's clock, not the system's: the Event says when it was seen.
+        let at: jiff::Timestamp = "2026-05-01T10:00:00Z".parse().unwrap();
         let report = tokio::spawn(async move {
-            report_stale(&stale, "node-1", &reporter).await;
+            report_stale(&stale, "node-1", &reporter, at).await;
             stale
         });
         let (method, uri, body, send) = next_call(&mut handle, STEP).await;
@@ -445,13 +449,15 @@ mod tests {
                 said("/type"),
                 said("/reason"),
                 said("/regarding/uid"),
-                said("/reportingInstance")
+                said("/reportingInstance"),
+                said("/eventTime")
             ],
             [
                 Some("Warning"),
                 Some("StaleVolumeMount"),
                 Some("u-1"),
-                Some("cfssl-issuer-csi-node-1")
+                Some("cfssl-issuer-csi-node-1"),
+                Some("2026-05-01T10:00:00.000000Z")
             ]
         );
         let refused =
@@ -463,7 +469,7 @@ mod tests {
             .unwrap();
 
         stale.pod = None;
-        tokio::time::timeout(STEP, report_stale(&stale, "node-1", &client))
+        tokio::time::timeout(STEP, report_stale(&stale, "node-1", &client, at))
             .await
             .expect("done in time");
         drop(client);
