@@ -32,6 +32,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let target = seen::target_secret(&ctx, &crt).await?;
     let passwords = observe::passwords(&ctx, &crt).await?;
     let (owner_ref_enabled, now) = (ctx.settings.owner_reference, ctx.shared.now());
+    let costly = decide::costly(&crt, &requests.iter().map(AsRef::as_ref).collect::<Vec<_>>());
     let decision = {
         let crt = crt.clone();
         move || {
@@ -53,7 +54,11 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     };
     // Checking and encoding keystores, and the keys and chains they hold, cost what the
     // tenant's Secret and Certificate make them: off the runtime thread.
-    let (plan, takeover) = computed(&ctx, &crt, decision).await?;
+    let (plan, takeover) = if costly {
+        computed(&ctx, &crt, decision).await?
+    } else {
+        decision()
+    };
     takeover::before(&ctx, &crt, &takeover).await?;
     let next = execute(&ctx, &crt, FieldManager::ISSUING, plan).await?;
     takeover::after(&ctx, &crt, &takeover).await?;

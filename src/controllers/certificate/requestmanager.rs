@@ -42,30 +42,58 @@ pub struct Facts<'a> {
 
 /// The request manager's plan: the requests to delete, then the one to create. It writes no
 /// status.
-pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
+/// While issuing with a next key as the spec asks: the deletes among the requests, and whether
+/// one of the next revision is kept.
+struct Triage<'a> {
+    key: &'a Key,
+    next: i64,
+    deletes: Vec<Write>,
+    kept: bool,
+}
+
+fn triage<'a>(facts: &Facts<'a>) -> Option<Triage<'a>> {
     let crt = facts.certificate;
-    let idle = FullPlan::idle(Next::AwaitChange);
-    if !crt.has_true(ISSUING) {
-        return idle;
-    }
-    let Some(key) = facts.next_key else {
-        return idle;
-    };
+    let key = facts.next_key.filter(|_| crt.has_true(ISSUING))?;
     if !private_key_matches_spec(key.spec, &crt.spec).is_empty() {
-        return idle;
+        return None;
     }
     let next = next_revision(crt);
-    let mut writes = Vec::new();
-    let mut kept = 0;
+    let mut deletes = Vec::new();
+    let mut kept = false;
     for cr in &facts.requests {
         match revision_of(cr) {
-            None => writes.extend(Write::delete(*cr)),
+            None => deletes.extend(Write::delete(*cr)),
             Some(revision) if revision != next => {}
-            Some(_) if keep(crt, cr, key) => kept += 1,
-            Some(_) => writes.extend(Write::delete(*cr)),
+            Some(_) if keep(crt, cr, key) => kept = true,
+            Some(_) => deletes.extend(Write::delete(*cr)),
         }
     }
-    if kept > 0 {
+    Some(Triage {
+        key,
+        next,
+        deletes,
+        kept,
+    })
+}
+
+/// Whether [`decide`] signs a new CSR with the next key (tens of milliseconds for RSA-8192),
+/// and so runs on the crypto pool; the other passes cost less than the hand-off.
+pub fn signs(facts: &Facts<'_>) -> bool {
+    triage(facts).is_some_and(|t| !t.kept)
+}
+
+pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
+    let crt = facts.certificate;
+    let Some(Triage {
+        key,
+        next,
+        deletes: mut writes,
+        kept,
+    }) = triage(facts)
+    else {
+        return FullPlan::idle(Next::AwaitChange);
+    };
+    if kept {
         return Plan::idle(Next::AwaitChange).preceded_by(writes);
     }
     match request(crt, key, next, facts.key_secret, facts.prefixes) {
@@ -136,6 +164,13 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let requests = observe::owned_requests(&ctx, &crt);
     let key_secret = secret.map(|s| s.name_any()).unwrap_or_default();
     let prefixes = ctx.settings.copied_annotation_prefixes.clone();
+    let costly = signs(&Facts {
+        certificate: &crt,
+        next_key: key.as_ref(),
+        key_secret: &key_secret,
+        requests: requests.iter().map(AsRef::as_ref).collect(),
+        prefixes: &prefixes,
+    });
     let decision = {
         let crt = crt.clone();
         move || {
@@ -149,8 +184,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
             decide(&facts)
         }
     };
-    // The decision may sign a CSR with the next key (tens of milliseconds for RSA-8192).
-    let plan = if crt.has_true(ISSUING) {
+    let plan = if costly {
         computed(&ctx, &crt, decision).await?
     } else {
         decision()

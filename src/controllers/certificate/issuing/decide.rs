@@ -171,6 +171,33 @@ pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     }
 }
 
+/// Whether deciding on `crt` may cost what a tenant's key or keystores make it, so that it runs
+/// on the crypto pool: keystores to check or encode, a signed certificate to check against the
+/// key, a temporary certificate to sign. Any other pass reads memoized facts, as readiness and
+/// trigger do on the runtime thread, and a hand-off to the pool would cost more than it.
+pub fn costly(crt: &Certificate, requests: &[&CertificateRequest]) -> bool {
+    let keystores = crt.spec.keystores.as_ref().is_some_and(|k| {
+        k.pkcs12.as_ref().is_some_and(|p| p.create) || k.jks.as_ref().is_some_and(|j| j.create)
+    });
+    if keystores {
+        return true;
+    }
+    if !crt.has_true(ISSUING) {
+        return false;
+    }
+    let temporary = crt
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(annotation::ISSUE_TEMPORARY_CERTIFICATE));
+    let next = next_revision(crt);
+    requests
+        .iter()
+        .filter(|cr| revision_of(cr) == Some(next))
+        .filter_map(|cr| cr.condition(READY))
+        .any(|c| c.reason == REASON_ISSUED || temporary)
+}
+
 /// What the Secret holds after this reconcile, and the plan around it.
 pub fn contents(facts: &Facts<'_>) -> Decision {
     if facts.certificate.has_true(ISSUING) {

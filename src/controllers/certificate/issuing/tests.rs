@@ -637,3 +637,72 @@ fn a_pending_request_writes_a_temporary_certificate_only_when_asked_and_needed()
         );
     }
 }
+
+#[test]
+fn only_keystores_and_a_request_to_check_against_the_key_go_to_the_crypto_pool() {
+    use crate::api::certmanager::{JksKeystore, Keystores, Pkcs12Keystore};
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let pending = with(request(1, ec), "Ready", "False", "Pending", "waiting on the CA");
+    let issued = signed(request(1, ec), chain.clone());
+    let issued_earlier = signed(request(1, ec), chain);
+    let keystores = |pkcs12: bool, jks: bool| {
+        let mut crt = fixtures::certificate("web", fixtures::spec());
+        crt.spec.keystores = Some(Keystores {
+            pkcs12: Some(Pkcs12Keystore {
+                create: pkcs12,
+                ..Default::default()
+            }),
+            jks: Some(JksKeystore {
+                create: jks,
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        crt
+    };
+    let mut temporary = issuing(None, None);
+    temporary.metadata.annotations = Some(BTreeMap::from([(
+        annotation::ISSUE_TEMPORARY_CERTIFICATE.to_string(),
+        "true".to_string(),
+    )]));
+    let rows: Vec<(&str, Certificate, Vec<&CertificateRequest>, bool)> = vec![
+        (
+            "not issuing",
+            fixtures::certificate("web", fixtures::spec()),
+            vec![],
+            false,
+        ),
+        ("a PKCS#12 keystore", keystores(true, false), vec![], true),
+        ("a JKS keystore", keystores(false, true), vec![], true),
+        ("keystores not created", keystores(false, false), vec![], false),
+        ("issuing, no request yet", issuing(None, None), vec![], false),
+        (
+            "issuing, the request pending",
+            issuing(None, None),
+            vec![&pending],
+            false,
+        ),
+        (
+            "pending, a temporary certificate asked",
+            temporary,
+            vec![&pending],
+            true,
+        ),
+        (
+            "issuing, the request signed",
+            issuing(None, None),
+            vec![&issued],
+            true,
+        ),
+        (
+            "signed for the revision before",
+            issuing(Some(1), None),
+            vec![&issued_earlier],
+            false,
+        ),
+    ];
+    for (name, crt, requests, costly) in rows {
+        assert_eq!(super::decide::costly(&crt, &requests), costly, "{name}");
+    }
+}

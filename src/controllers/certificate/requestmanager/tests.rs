@@ -186,7 +186,10 @@ fn request_manager_table() {
         writes: (delete, create),
     } in rows
     {
-        let plan = decide(&facts(&crt, next_key, requests));
+        let facts = facts(&crt, next_key, requests);
+        let plan = decide(&facts);
+        // Only a pass that signs a CSR goes to the crypto pool.
+        assert_eq!(signs(&facts), create.is_some(), "{name}: signs");
         assert_eq!(plan.plan, Plan::idle(Next::AwaitChange), "{name}");
         assert_eq!(deleted(&plan), delete, "{name}");
         assert_eq!(created_revision(&plan), create, "{name}");
