@@ -2,6 +2,7 @@
 //! Certificate spec, Secrets, CertificateRequests and Certificates. Fixed dates only.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::OnceLock;
 
 use k8s_openapi::ByteString;
@@ -192,9 +193,9 @@ pub fn input() -> crate::certificates::policy::checks::Input {
         ],
     );
     crate::certificates::policy::checks::Input {
-        current_request: Some(request_for(&spec, key)),
-        certificate: certificate("cert", spec),
-        secret: Some(secret),
+        current_request: Some(Arc::new(request_for(&spec, key))),
+        certificate: Arc::new(certificate("cert", spec)),
+        secret: Some(Arc::new(secret)),
         next_request: None,
         now: at("2026-02-01T00:00:00Z"),
         renewal_jitter: crate::certificates::renewal::Jitter::OFF,

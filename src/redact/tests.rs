@@ -1,4 +1,5 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -78,8 +79,8 @@ fn debug_output_never_holds_the_secret() {
         generated: Some(SECRET.as_bytes()),
     };
     let policy_input = crate::certificates::policy::checks::Input {
-        certificate: crt.clone(),
-        secret: Some(secret.clone()),
+        certificate: Arc::new(crt.clone()),
+        secret: Some(Arc::new(secret.clone())),
         current_request: None,
         next_request: None,
         now: Timestamp::UNIX_EPOCH,

@@ -5,6 +5,8 @@
 //! Each check after `secret_does_not_exist` passes when there is no Secret: the chains run it
 //! first, as cert-manager's do.
 
+use std::sync::Arc;
+
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -28,10 +30,10 @@ use crate::certificates::renewal::{self, Jitter, Planned, Renewal, RenewalError}
 /// jitter (`--renewal-jitter`).
 #[derive(Clone)]
 pub struct Input {
-    pub certificate: Certificate,
-    pub secret: Option<Secret>,
-    pub current_request: Option<CertificateRequest>,
-    pub next_request: Option<CertificateRequest>,
+    pub certificate: Arc<Certificate>,
+    pub secret: Option<Arc<Secret>>,
+    pub current_request: Option<Arc<CertificateRequest>>,
+    pub next_request: Option<Arc<CertificateRequest>>,
     pub now: Timestamp,
     pub renewal_jitter: Jitter,
 }
@@ -41,7 +43,7 @@ impl std::fmt::Debug for Input {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Input")
             .field("certificate", &self.certificate)
-            .field("secret", &crate::redact::secret(self.secret.as_ref()))
+            .field("secret", &crate::redact::secret(self.secret.as_deref()))
             .field("current_request", &self.current_request)
             .field("next_request", &self.next_request)
             .field("now", &self.now)

@@ -40,10 +40,10 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
                 certificate: &crt,
                 next_key: key.as_ref(),
                 requests: requests.iter().map(AsRef::as_ref).collect(),
-                secret: target.as_ref(),
+                secret: target.as_deref(),
                 field_manager: FieldManager::ISSUING.as_str(),
                 owner_ref_enabled,
-                stale_keystore: observe::stale_keystore(&crt, target.as_ref(), &passwords),
+                stale_keystore: observe::stale_keystore(&crt, target.as_deref(), &passwords),
                 passwords,
                 now,
             };

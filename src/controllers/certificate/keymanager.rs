@@ -271,7 +271,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     let mut facts = Facts {
         certificate: &crt,
         owned: owned.iter().map(AsRef::as_ref).collect(),
-        target: target.as_ref(),
+        target: target.as_deref(),
         generated: None,
     };
     let mut plan = decide(&facts);

@@ -87,11 +87,11 @@ where
 }
 
 /// The first of `requests` made for `revision`.
-pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Option<CertificateRequest> {
+pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Option<Arc<CertificateRequest>> {
     requests
         .iter()
         .find(|cr| revision_of(cr) == Some(revision))
-        .map(|cr| (**cr).clone())
+        .cloned()
 }
 
 /// Whether `secret` is one of `crt`'s next-private-key Secrets: labelled so and controlled by
@@ -167,19 +167,19 @@ pub async fn secret_named(
     ctx: &CertificateContext,
     crt: &Certificate,
     name: &str,
-) -> Result<Option<Secret>, Error> {
+) -> Result<Option<Arc<Secret>>, Error> {
     let namespace = crt.namespace().unwrap_or_default();
     if let Some(secret) = ctx.secrets.get(&ObjectRef::new(name).within(&namespace)) {
         let cached = secret.metadata.resource_version.as_deref();
         if !ctx.secret_names.differs(&namespace, name, cached) {
-            return Ok(Some((*secret).clone()));
+            return Ok(Some(secret));
         }
-        return live_secret(ctx, &namespace, name).await;
+        return Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new));
     }
     if ctx.secret_names.surely_absent(&namespace, name) {
         return Ok(None);
     }
-    live_secret(ctx, &namespace, name).await
+    Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new))
 }
 
 /// One live GET of a Secret; `None` on 404.
@@ -195,14 +195,17 @@ pub async fn live_secret(
 }
 
 /// The target Secret (`spec.secretName`).
-pub async fn target_secret(ctx: &CertificateContext, crt: &Certificate) -> Result<Option<Secret>, Error> {
+pub async fn target_secret(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+) -> Result<Option<Arc<Secret>>, Error> {
     secret_named(ctx, crt, &crt.spec.secret_name).await
 }
 
 /// The policy chains' input: the Secret, and the requests of the current and next revision.
 pub fn chain_input(
-    crt: &Certificate,
-    secret: Option<Secret>,
+    crt: &Arc<Certificate>,
+    secret: Option<Arc<Secret>>,
     requests: &[Arc<CertificateRequest>],
     now: k8s_openapi::jiff::Timestamp,
 ) -> Input {
@@ -210,9 +213,9 @@ pub fn chain_input(
         .status
         .as_ref()
         .and_then(|s| s.revision)
-        .and_then(|r| current_request(requests, r, secret.as_ref()));
+        .and_then(|r| current_request(requests, r, secret.as_deref()));
     Input {
-        certificate: crt.clone(),
+        certificate: Arc::clone(crt),
         secret,
         current_request: current,
         next_request: for_revision(requests, next_revision(crt)),
@@ -264,12 +267,12 @@ pub fn current_request(
     requests: &[Arc<CertificateRequest>],
     revision: i64,
     secret: Option<&Secret>,
-) -> Option<CertificateRequest> {
+) -> Option<Arc<CertificateRequest>> {
     let in_secret = certificate_in(secret);
     let mut candidates = requests.iter().filter(|cr| revision_of(cr) == Some(revision));
     let first = candidates.clone().next();
     let holding = candidates.find(|cr| issued_by(cr).is_some_and(|issued| Some(issued) == in_secret));
-    holding.or(first).map(|cr| (**cr).clone())
+    holding.or(first).cloned()
 }
 
 /// `Kind namespace/name` of a Certificate, for logs and errors.

@@ -3,6 +3,7 @@
 //! or holding random bytes; requests absent, signed, failed, denied, for any revision. Only
 //! "no panic" is asserted: the tables say what the plans are.
 
+use std::sync::Arc;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -315,9 +316,9 @@ fn input(w: &World) -> Input {
     let requests: Vec<_> = requests(w, &crt)
         .into_iter()
         .filter(|cr| super::observe::controlled_by(&cr.metadata, &crt))
-        .map(std::sync::Arc::new)
+        .map(Arc::new)
         .collect();
-    super::observe::chain_input(&crt, target(w), &requests, now())
+    super::observe::chain_input(&Arc::new(crt), target(w).map(Arc::new), &requests, now())
 }
 
 /// The next key as the controllers read it: the trusted key Secret's key, decoded. The

@@ -138,7 +138,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     }
     let requests = observe::owned_requests(&ctx, &crt);
     let secret = observe::target_secret(&ctx, &crt).await?;
-    if observe::issuing_in_flight(&crt, secret.as_ref(), &requests) {
+    if observe::issuing_in_flight(&crt, secret.as_deref(), &requests) {
         return Ok(Requeue::AWAIT_CHANGE);
     }
     let mut input = observe::chain_input(&crt, secret, &requests, ctx.shared.now());

@@ -152,7 +152,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         // that has not seen the last issuance's Secret yet cannot start another.
         let live =
             observe::live_secret(&ctx, &crt.namespace().unwrap_or_default(), &crt.spec.secret_name).await?;
-        facts = self::facts(&ctx, &crt, live, &requests);
+        facts = self::facts(&ctx, &crt, live.map(Arc::new), &requests);
         (warning, plan) = decide_warned(&facts);
     }
     if let Some(notice) = &warning {
@@ -165,11 +165,11 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
 
 fn facts(
     ctx: &CertificateContext,
-    crt: &Certificate,
-    secret: Option<Secret>,
+    crt: &Arc<Certificate>,
+    secret: Option<Arc<Secret>>,
     requests: &[Arc<crate::api::certmanager::CertificateRequest>],
 ) -> Facts {
-    let owns_secret = owns_secret(crt, &observe::naming_secret(ctx, crt), secret.as_ref());
+    let owns_secret = owns_secret(crt, &observe::naming_secret(ctx, crt), secret.as_deref());
     let mut input = observe::chain_input(crt, secret, requests, ctx.shared.now());
     input.renewal_jitter = ctx.settings.renewal_jitter;
     Facts {

@@ -1,4 +1,5 @@
 use k8s_openapi::ByteString;
+use std::sync::Arc;
 
 use super::*;
 use crate::api::certmanager::{PrivateKey, Renewal};
@@ -8,19 +9,19 @@ use crate::certificates::policy::evaluate;
 use crate::pki::keys::KeySpec;
 
 fn set_annotation(input: &mut Input, key: &str, value: &str) {
-    let secret = input.secret.as_mut().expect("secret");
+    let secret = Arc::make_mut(input.secret.as_mut().expect("secret"));
     let annotations = secret.metadata.annotations.get_or_insert_with(Default::default);
     annotations.insert(key.to_string(), value.to_string());
 }
 
 fn set_data(input: &mut Input, key: &str, value: &[u8]) {
-    let secret = input.secret.as_mut().expect("secret");
+    let secret = Arc::make_mut(input.secret.as_mut().expect("secret"));
     let data = secret.data.get_or_insert_with(Default::default);
     data.insert(key.to_string(), ByteString(value.to_vec()));
 }
 
 fn ask_rsa(input: &mut Input) {
-    input.certificate.spec.private_key = Some(PrivateKey {
+    Arc::make_mut(&mut input.certificate).spec.private_key = Some(PrivateKey {
         algorithm: "RSA".to_string(),
         ..Default::default()
     });
@@ -28,7 +29,7 @@ fn ask_rsa(input: &mut Input) {
 
 fn other_request_key(input: &mut Input) {
     let other = fixtures::key(KeySpec::Ecdsa(256), true);
-    input.current_request = Some(request_for(&input.certificate.spec, other));
+    input.current_request = Some(Arc::new(request_for(&input.certificate.spec, other)));
 }
 
 fn other_key(input: &mut Input) {
@@ -40,7 +41,7 @@ fn other_key(input: &mut Input) {
 }
 
 fn rename(input: &mut Input) {
-    input.certificate.spec.common_name = "other.example.com".to_string();
+    Arc::make_mut(&mut input.certificate).spec.common_name = "other.example.com".to_string();
 }
 
 type Change = fn(&mut Input);
@@ -68,7 +69,7 @@ const ROWS: &[(&str, Change, Found, Found)] = &[
         "renewal Disabled and expired",
         |i| {
             i.now = at("2026-04-02T00:00:00Z");
-            i.certificate.spec.renewal = Some(Renewal {
+            Arc::make_mut(&mut i.certificate).spec.renewal = Some(Renewal {
                 policy: "Disabled".to_string(),
                 ..Default::default()
             });

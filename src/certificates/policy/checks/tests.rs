@@ -1,4 +1,5 @@
 use k8s_openapi::ByteString;
+use std::sync::Arc;
 
 use super::*;
 use crate::api::certmanager::{CertificateStatus, PrivateKey, Renewal as RenewalSpec};
@@ -18,7 +19,7 @@ fn run_table(check: fn(&Input) -> Option<Violation>, table: &[Row]) {
 }
 
 fn secret(input: &mut Input) -> &mut Secret {
-    input.secret.as_mut().expect("secret")
+    input.secret.as_mut().map(Arc::make_mut).expect("secret")
 }
 
 fn set_data(input: &mut Input, key: &str, value: &[u8]) {
@@ -45,7 +46,7 @@ fn other_key(input: &mut Input) {
 
 fn other_request(input: &mut Input) {
     let other = fixtures::key(KeySpec::Ecdsa(256), true);
-    input.current_request = Some(request_for(&input.certificate.spec, other));
+    input.current_request = Some(Arc::new(request_for(&input.certificate.spec, other)));
 }
 
 /// A certificate whose notBefore is its notAfter (2026-04-01), at that time.
@@ -61,7 +62,7 @@ fn no_lifetime_at_expiry(input: &mut Input) {
 }
 
 fn set_key_spec(input: &mut Input, algorithm: &str, size: i64) {
-    input.certificate.spec.private_key = Some(PrivateKey {
+    Arc::make_mut(&mut input.certificate).spec.private_key = Some(PrivateKey {
         algorithm: algorithm.to_string(),
         size,
         ..Default::default()
@@ -69,21 +70,21 @@ fn set_key_spec(input: &mut Input, algorithm: &str, size: i64) {
 }
 
 fn renewal_scheduled(input: &mut Input, text: &str) {
-    input.certificate.status = Some(CertificateStatus {
+    Arc::make_mut(&mut input.certificate).status = Some(CertificateStatus {
         renewal_time: Some(Time(at(text))),
         ..Default::default()
     });
 }
 
 fn set_policy(input: &mut Input, policy: &str) {
-    input.certificate.spec.renewal = Some(RenewalSpec {
+    Arc::make_mut(&mut input.certificate).spec.renewal = Some(RenewalSpec {
         policy: policy.to_string(),
         ..Default::default()
     });
 }
 
 fn set_window(input: &mut Input, cron: &str) {
-    input.certificate.spec.renewal = Some(RenewalSpec {
+    Arc::make_mut(&mut input.certificate).spec.renewal = Some(RenewalSpec {
         windows: vec![crate::api::certmanager::RenewalWindow {
             cron: cron.to_string(),
             window_duration: "2h".to_string(),
@@ -98,6 +99,12 @@ const DSA_CERT: &[u8] = include_bytes!("testdata/dsa.crt");
 
 const NO_PEM_KEY: &str = "Issuing certificate as Secret contains invalid private key data: error decoding private key PEM block: no PEM data was found in given input";
 const NO_CERT: &str = "Issuing certificate as Secret contains an invalid certificate: error decoding certificate PEM block: no valid certificates found";
+
+/// Puts `csr` in the current request.
+fn request_csr(i: &mut Input, csr: &[u8]) {
+    let request = i.current_request.as_mut().map(Arc::make_mut).expect("request");
+    request.spec.request = ByteString(csr.to_vec());
+}
 
 #[test]
 fn secret_does_not_exist_table() {
@@ -259,7 +266,7 @@ fn secret_issuer_annotations_mismatch_table() {
                 "no annotations, a ClusterIssuer asked",
                 |i| {
                     secret(i).metadata.annotations = None;
-                    i.certificate.spec.issuer_ref.kind = "ClusterIssuer".to_string();
+                    Arc::make_mut(&mut i.certificate).spec.issuer_ref.kind = "ClusterIssuer".to_string();
                 },
                 Some((
                     reason::INCORRECT_ISSUER,
@@ -268,7 +275,7 @@ fn secret_issuer_annotations_mismatch_table() {
             ),
             (
                 "default kind spelled out",
-                |i| i.certificate.spec.issuer_ref.kind = "Issuer".to_string(),
+                |i| Arc::make_mut(&mut i.certificate).spec.issuer_ref.kind = "Issuer".to_string(),
                 None,
             ),
         ],
@@ -353,7 +360,7 @@ fn secret_public_key_differs_from_current_certificate_request_table() {
             ),
             (
                 "a DSA request",
-                |i| i.current_request.as_mut().expect("request").spec.request = ByteString(DSA_CSR.to_vec()),
+                |i| request_csr(i, DSA_CSR),
                 Some((
                     reason::INVALID_CERTIFICATE_REQUEST,
                     "CertificateRequest's public key is invalid: unrecognised public key type: *dsa.PublicKey",
@@ -361,7 +368,7 @@ fn secret_public_key_differs_from_current_certificate_request_table() {
             ),
             (
                 "unreadable request",
-                |i| i.current_request.as_mut().expect("request").spec.request = ByteString(b"junk".to_vec()),
+                |i| request_csr(i, b"junk"),
                 Some((
                     reason::INVALID_CERTIFICATE_REQUEST,
                     "Failed to decode current CertificateRequest: error decoding certificate request PEM block: no PEM data was found in given input",
@@ -379,7 +386,7 @@ fn current_certificate_request_mismatches_spec_table() {
             ("up to date", |_| {}, None),
             (
                 "common name changed",
-                |i| i.certificate.spec.common_name = "other.example.com".to_string(),
+                |i| Arc::make_mut(&mut i.certificate).spec.common_name = "other.example.com".to_string(),
                 Some((
                     reason::REQUEST_CHANGED,
                     "Fields on existing CertificateRequest resource not up to date: [spec.commonName]",
@@ -388,8 +395,8 @@ fn current_certificate_request_mismatches_spec_table() {
             (
                 "two fields changed",
                 |i| {
-                    i.certificate.spec.common_name = "other.example.com".to_string();
-                    i.certificate.spec.is_ca = true;
+                    Arc::make_mut(&mut i.certificate).spec.common_name = "other.example.com".to_string();
+                    Arc::make_mut(&mut i.certificate).spec.is_ca = true;
                 },
                 Some((
                     reason::REQUEST_CHANGED,
@@ -398,7 +405,7 @@ fn current_certificate_request_mismatches_spec_table() {
             ),
             (
                 "unreadable request: not a reason to re-issue",
-                |i| i.current_request.as_mut().expect("request").spec.request = ByteString(b"junk".to_vec()),
+                |i| request_csr(i, b"junk"),
                 None,
             ),
             ("no request, names unchanged", |i| i.current_request = None, None),
@@ -406,7 +413,10 @@ fn current_certificate_request_mismatches_spec_table() {
                 "no request, a DNS name added",
                 |i| {
                     i.current_request = None;
-                    i.certificate.spec.dns_names.push("www.example.com".to_string());
+                    Arc::make_mut(&mut i.certificate)
+                        .spec
+                        .dns_names
+                        .push("www.example.com".to_string());
                 },
                 Some((
                     reason::SECRET_MISMATCH,
@@ -425,7 +435,7 @@ fn current_certificate_request_mismatches_spec_table() {
                 "no request, only the duration changed",
                 |i| {
                     i.current_request = None;
-                    i.certificate.spec.duration = Some("1h".to_string());
+                    Arc::make_mut(&mut i.certificate).spec.duration = Some("1h".to_string());
                 },
                 None,
             ),
@@ -463,7 +473,7 @@ fn current_certificate_nearing_expiry_table() {
                 "renewBefore 240h: not yet",
                 |i| {
                     i.now = at("2026-03-10T00:00:00Z");
-                    i.certificate.spec.renew_before = Some("240h".to_string());
+                    Arc::make_mut(&mut i.certificate).spec.renew_before = Some("240h".to_string());
                 },
                 None,
             ),
@@ -471,7 +481,7 @@ fn current_certificate_nearing_expiry_table() {
                 "renewBeforePercentage 50: due",
                 |i| {
                     i.now = at("2026-02-15T12:00:00Z");
-                    i.certificate.spec.renew_before_percentage = Some(50);
+                    Arc::make_mut(&mut i.certificate).spec.renew_before_percentage = Some(50);
                     renewal_scheduled(i, "2026-02-15T12:00:00Z");
                 },
                 Some((

@@ -4,6 +4,7 @@
 //! [`contents`] decides what the Secret holds; [`decide`] makes it the whole plan, the Secret
 //! encoded (keystores and all) and applied before the status.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -300,8 +301,8 @@ fn temporary(facts: &Facts<'_>, key: &Key) -> Decision {
         return Decision::idle();
     }
     let input = Input {
-        certificate: crt.clone(),
-        secret: facts.secret.cloned(),
+        certificate: Arc::new(crt.clone()),
+        secret: facts.secret.cloned().map(Arc::new),
         current_request: None,
         next_request: None,
         now: facts.now,

@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -69,7 +70,7 @@ fn readiness_table() {
         Case {
             name: "a spec the webhook refuses",
             input: input(|i| {
-                if let Some(k) = i.certificate.spec.private_key.as_mut() {
+                if let Some(k) = Arc::make_mut(&mut i.certificate).spec.private_key.as_mut() {
                     k.size = 100;
                 }
             }),
@@ -123,22 +124,22 @@ fn nothing_is_written_when_the_status_already_says_it() {
     let written: crate::api::certmanager::CertificateStatus =
         serde_json::from_value(first.status.expect("written")["status"].clone()).expect("a status");
     let mut input = fixtures::input();
-    input.certificate.status = Some(written);
+    Arc::make_mut(&mut input.certificate).status = Some(written);
     input.now = at("2026-02-02T00:00:00Z");
     let again = decide(&input);
     assert_eq!(again.status, None);
     assert_eq!(again.next, Next::After(Duration::from_secs(28 * DAY)));
     // A renewal time someone else wrote is corrected.
-    input.certificate = with_status(input.certificate, |s| {
+    input.certificate = Arc::new(with_status((*input.certificate).clone(), |s| {
         s.renewal_time = Some(Time(at("2026-01-15T00:00:00Z")));
-    });
+    }));
     assert!(decide(&input).status.is_some());
 }
 
 #[test]
 fn disabled_renewal_has_no_renewal_time_and_looks_again_at_expiry() {
     let plan = decide(&input(|i| {
-        i.certificate.spec.renewal = Some(crate::api::certmanager::Renewal {
+        Arc::make_mut(&mut i.certificate).spec.renewal = Some(crate::api::certmanager::Renewal {
             policy: "Disabled".into(),
             ..Default::default()
         });
@@ -152,8 +153,8 @@ fn disabled_renewal_has_no_renewal_time_and_looks_again_at_expiry() {
 /// cert-manager's renewal (2026-01-01T10:00) comes before the request's creation at 12:00.
 fn due_at_issuance() -> Input {
     input(|i| {
-        i.certificate.spec.renew_before = Some("2150h".into());
-        if let Some(request) = i.current_request.as_mut() {
+        Arc::make_mut(&mut i.certificate).spec.renew_before = Some("2150h".into());
+        if let Some(request) = i.current_request.as_mut().map(Arc::make_mut) {
             request.metadata.creation_timestamp = Some(Time(at("2026-01-01T12:00:00Z")));
         }
     })
@@ -182,7 +183,7 @@ fn a_renewal_due_at_issuance_is_moved_with_one_warning() {
     let written: crate::api::certmanager::CertificateStatus =
         serde_json::from_value(doc["status"].clone()).expect("a status");
     let mut again = due_at_issuance();
-    again.certificate.status = Some(written);
+    Arc::make_mut(&mut again.certificate).status = Some(written);
     let plan = decide(&again);
     assert_eq!((plan.status, plan.event.is_none()), (None, true));
     // Without the request's creation the issuance is unknown: cert-manager's time.
@@ -195,7 +196,7 @@ fn a_renewal_due_at_issuance_is_moved_with_one_warning() {
 #[test]
 fn the_jitter_moves_the_written_renewal_time() {
     let mut jittered = input(|i| {
-        i.certificate.metadata.uid = Some("6d1f1a52-5f8e-4c2b-9a77-0c3e2f1b8d41".into());
+        Arc::make_mut(&mut i.certificate).metadata.uid = Some("6d1f1a52-5f8e-4c2b-9a77-0c3e2f1b8d41".into());
         i.renewal_jitter = "0.1".parse().expect("a jitter");
     });
     // 10 % of 90 days x 3500197394 / 2^32 = 7d 8h 1m 47.6s before 2026-03-02, truncated.
@@ -207,7 +208,8 @@ fn the_jitter_moves_the_written_renewal_time() {
 }
 
 fn unplaceable_window(i: &mut Input) {
-    i.certificate.spec.renewal = Some(crate::controllers::certificate::testing::unplaceable_renewal());
+    Arc::make_mut(&mut i.certificate).spec.renewal =
+        Some(crate::controllers::certificate::testing::unplaceable_renewal());
 }
 
 /// As cert-manager's readiness: a renewal time the windows cannot place sets

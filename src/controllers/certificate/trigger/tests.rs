@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -21,10 +22,10 @@ fn facts(f: impl FnOnce(&mut Facts)) -> Facts {
 fn failed_once(minutes_ago: i64) -> impl FnOnce(&mut Facts) {
     move |f| {
         let when = f.input.now - k8s_openapi::jiff::SignedDuration::from_mins(minutes_ago);
-        f.input.certificate = with_status(f.input.certificate.clone(), |s| {
+        f.input.certificate = Arc::new(with_status((*f.input.certificate).clone(), |s| {
             s.last_failure_time = Some(Time(when));
             s.failed_issuance_attempts = Some(1);
-        });
+        }));
     }
 }
 
@@ -49,9 +50,9 @@ fn trigger_table() {
         Case {
             name: "up to date: look again at status.renewalTime",
             facts: facts(|f| {
-                f.input.certificate = with_status(f.input.certificate.clone(), |s| {
+                f.input.certificate = Arc::new(with_status((*f.input.certificate).clone(), |s| {
                     s.renewal_time = Some(Time(at("2026-03-02T00:00:00Z")));
-                });
+                }));
             }),
             condition: None,
             event_reason: None,
@@ -61,13 +62,13 @@ fn trigger_table() {
             name: "already issuing",
             facts: facts(|f| {
                 no_secret(f);
-                f.input.certificate = with_condition(
-                    f.input.certificate.clone(),
+                f.input.certificate = Arc::new(with_condition(
+                    (*f.input.certificate).clone(),
                     ISSUING,
                     "True",
                     "DoesNotExist",
                     "2026-02-01T00:00:00Z",
-                );
+                ));
             }),
             condition: None,
             event_reason: None,
@@ -136,7 +137,10 @@ fn trigger_table() {
             facts: facts(|f| {
                 no_secret(f);
                 f.input.next_request = f.input.current_request.clone();
-                f.input.certificate.spec.dns_names.push("www.example.com".into());
+                Arc::make_mut(&mut f.input.certificate)
+                    .spec
+                    .dns_names
+                    .push("www.example.com".into());
                 failed_once(10)(f);
             }),
             condition: Some(("DoesNotExist", "Issuing certificate as Secret does not exist")),
@@ -169,7 +173,7 @@ fn trigger_table() {
 #[test]
 fn the_issuing_condition_records_the_generation_and_time() {
     let mut facts = facts(|f| f.input.secret = None);
-    facts.input.certificate.metadata.generation = Some(4);
+    Arc::make_mut(&mut facts.input.certificate).metadata.generation = Some(4);
     let plan = decide(&facts);
     let body = plan.status.expect("a status apply");
     assert_eq!(
@@ -242,7 +246,10 @@ fn the_current_request_is_the_one_the_secret_holds() {
         fixtures::request_for(&input.certificate.spec, fixtures::key(KeySpec::Ecdsa(256), true)),
         "old",
     );
-    let mut current = revision(input.current_request.clone().expect("a request"), "new");
+    let mut current = revision(
+        (*input.current_request.clone().expect("a request")).clone(),
+        "new",
+    );
     let held = input
         .secret
         .as_ref()
@@ -253,7 +260,9 @@ fn the_current_request_is_the_one_the_secret_holds() {
         certificate: held,
         ..Default::default()
     });
-    let crt = with_status(input.certificate.clone(), |s| s.revision = Some(1));
+    let crt = Arc::new(with_status((*input.certificate).clone(), |s| {
+        s.revision = Some(1);
+    }));
     let requests = vec![Arc::new(replaced), Arc::new(current)];
     let chosen = crate::controllers::certificate::observe::chain_input(
         &crt,
@@ -262,7 +271,10 @@ fn the_current_request_is_the_one_the_secret_holds() {
         input.now,
     );
     assert_eq!(
-        chosen.current_request.clone().and_then(|cr| cr.metadata.name),
+        chosen
+            .current_request
+            .clone()
+            .and_then(|cr| cr.metadata.name.clone()),
         Some("new".to_string())
     );
     let facts = Facts {
@@ -274,7 +286,9 @@ fn the_current_request_is_the_one_the_secret_holds() {
     let without_secret =
         crate::controllers::certificate::observe::chain_input(&crt, None, &requests, input.now);
     assert_eq!(
-        without_secret.current_request.and_then(|cr| cr.metadata.name),
+        without_secret
+            .current_request
+            .and_then(|cr| cr.metadata.name.clone()),
         Some("old".to_string()),
         "no Secret: the first"
     );
@@ -287,9 +301,9 @@ fn the_current_request_is_the_one_the_secret_holds() {
 fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
     let guarded = |now: &str, created: Option<&str>| {
         facts(|f| {
-            f.input.certificate.spec.renew_before = Some("2150h".into());
+            Arc::make_mut(&mut f.input.certificate).spec.renew_before = Some("2150h".into());
             f.input.now = at(now);
-            if let Some(request) = f.input.current_request.as_mut() {
+            if let Some(request) = f.input.current_request.as_mut().map(Arc::make_mut) {
                 request.metadata.creation_timestamp = created.map(|c| Time(at(c)));
             }
         })
@@ -330,7 +344,8 @@ fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
 }
 
 fn unplaceable_window(f: &mut Facts) {
-    f.input.certificate.spec.renewal = Some(crate::controllers::certificate::testing::unplaceable_renewal());
+    Arc::make_mut(&mut f.input.certificate).spec.renewal =
+        Some(crate::controllers::certificate::testing::unplaceable_renewal());
     f.input.now = at("2026-03-02T00:00:00Z");
 }
 
