@@ -40,8 +40,6 @@ pub struct Facts<'a> {
     pub prefixes: &'a [String],
 }
 
-/// The request manager's plan: the requests to delete, then the one to create. It writes no
-/// status.
 /// While issuing with a next key as the spec asks: the deletes among the requests, and whether
 /// one of the next revision is kept.
 struct Triage<'a> {
@@ -82,6 +80,8 @@ pub fn signs(facts: &Facts<'_>) -> bool {
     triage(facts).is_some_and(|t| !t.kept)
 }
 
+/// The request manager's plan: the requests to delete, then the one to create. It writes no
+/// status.
 pub fn decide(facts: &Facts<'_>) -> FullPlan<()> {
     let crt = facts.certificate;
     let Some(Triage {
