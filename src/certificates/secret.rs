@@ -29,7 +29,7 @@ pub use keystores::{
     EncodeError, Kind, PasswordError, Passwords, REASON_PASSWORD_SECRET_NOT_FOUND, encode_keystores,
     keystore_password, password_secret_name,
 };
-pub use managed_fields::{FieldSet, ManagedFieldsError, PathElement};
+pub use managed_fields::{FieldSet, ManagedFieldsError, PathElement, compact_fields_v1};
 pub use repair::{Repair, decide as decide_repair, secret_data_of};
 
 /// The field managers cert-manager applies a Certificate's Secret under (`cert-manager-` and

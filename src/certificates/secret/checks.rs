@@ -309,7 +309,7 @@ fn additional_output_formats(input: &Input<'_>) -> Option<Violation> {
 }
 
 /// What the field manager owns, or the parse-error violation.
-fn owned_sets(input: &Input<'_>) -> Result<Vec<FieldSet>, Violation> {
+fn owned_sets(input: &Input<'_>) -> Result<Vec<std::sync::Arc<FieldSet>>, Violation> {
     managed_fields::owned_by(input.secret, input.field_manager).map_err(|e| parse_error(&e))
 }
 

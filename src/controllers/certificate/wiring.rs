@@ -24,7 +24,7 @@ use super::{
 };
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
-use crate::certificates::secret::CERT_MANAGER_SECRET_MANAGERS;
+use crate::certificates::secret::{CERT_MANAGER_SECRET_MANAGERS, compact_fields_v1};
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::plan::Requeue;
@@ -325,12 +325,14 @@ fn cacheable_only(event: watcher::Event<Secret>) -> Option<watcher::Event<Secret
 /// Drops the managedFields entries of other managers than the issuing controller's, the only
 /// ones read (`certificates::secret` compares what issuing owns with what the spec asks), but
 /// for cert-manager's, kept without their fields: issuing releases them (`issuing::takeover`).
+/// Issuing's own fields are kept as JSON text ([`compact_fields_v1`]).
 fn only_issuing_fields(secret: &mut Secret) {
     if let Some(entries) = secret.metadata.managed_fields.as_mut() {
         entries.retain_mut(|e| {
             let ours = e.manager.as_deref() == Some(FieldManager::ISSUING.as_str());
-            if !ours {
-                e.fields_v1 = None;
+            match e.fields_v1.as_mut() {
+                Some(fields) if ours => compact_fields_v1(fields),
+                _ => e.fields_v1 = None,
             }
             ours || e
                 .manager
@@ -414,6 +416,42 @@ mod tests {
         for (row, meta, want) in cases {
             assert_eq!(seen_whole(&store, &meta), want, "{row}");
         }
+    }
+
+    /// The cache keeps issuing's fields as text, cert-manager's entries without fields (for
+    /// the takeover), and no other manager's.
+    #[test]
+    fn only_issuing_fields_are_kept_and_as_text() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+        let entry = |manager: &str| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            fields_v1: Some(FieldsV1(json!({"f:data": {"f:tls.crt": {}}}))),
+            ..ManagedFieldsEntry::default()
+        };
+        let mut cached = secret(Some(crate::api::GROUP), false, 10, 10);
+        cached.metadata.managed_fields = Some(vec![
+            entry("kubectl"),
+            entry(FieldManager::ISSUING.as_str()),
+            entry(CERT_MANAGER_SECRET_MANAGERS[0]),
+        ]);
+        only_issuing_fields(&mut cached);
+        let kept: Vec<_> = cached
+            .metadata
+            .managed_fields
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.manager.unwrap(), e.fields_v1.map(|f| f.0)))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (
+                    FieldManager::ISSUING.as_str().to_string(),
+                    Some(json!(r#"{"f:data":{"f:tls.crt":{}}}"#))
+                ),
+                (CERT_MANAGER_SECRET_MANAGERS[0].to_string(), None),
+            ]
+        );
     }
 
     /// Only our issuers' Secrets and next-key Secrets, of a bounded size, are cached.

@@ -122,3 +122,36 @@ fn only_the_given_manager_counts() {
     let (labels, _) = labels_and_annotations(&secret, "nobody").unwrap();
     assert!(labels.is_empty());
 }
+
+/// The compact text a cache keeps reads as the object it came from; text that is not JSON is
+/// an error, never an empty set.
+#[test]
+fn compact_text_reads_as_the_object() {
+    let object = json!({
+        "f:metadata": {"f:labels": {"f:a": {}}, "f:annotations": {"f:x": {}, "f:y": {}}},
+        "f:data": {".": {}, "f:tls.crt": {}},
+    });
+    let mut fields = FieldsV1(object.clone());
+    compact_fields_v1(&mut fields);
+    assert_eq!(fields.0, serde_json::Value::String(object.to_string()));
+    let again = fields.clone();
+    compact_fields_v1(&mut fields);
+    assert_eq!(fields, again, "compacting twice changes nothing");
+
+    let secret_with = |fields: FieldsV1| {
+        let mut secret = Secret::default();
+        secret.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("issuing".into()),
+            fields_v1: Some(fields),
+            ..ManagedFieldsEntry::default()
+        }]);
+        secret
+    };
+    let parsed = owned_by(&secret_with(FieldsV1(object)), "issuing").unwrap();
+    let from_text = owned_by(&secret_with(fields), "issuing").unwrap();
+    assert_eq!(from_text, parsed);
+    assert_eq!(
+        labels_and_annotations(&secret_with(FieldsV1(json!("{\"f:metadata\":"))), "issuing").unwrap_err(),
+        ManagedFieldsError::Text("EOF while parsing a value at line 1 column 14".into())
+    );
+}
