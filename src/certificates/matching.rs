@@ -234,7 +234,7 @@ fn address_violations(alt: &AltNames, spec: &CertificateSpec, check: &mut impl F
 
 fn subject_violations(s: &Subject, spec: &CertificateSpec, check: &mut impl FnMut(bool, &str)) {
     let default = X509Subject::default();
-    let want = spec.subject.as_ref().unwrap_or(&default);
+    let want = spec.subject.as_deref().unwrap_or(&default);
     check(s.common_name == spec.common_name, "spec.commonName");
     check(s.serial_number == want.serial_number, "spec.subject.serialNumber");
     // cert-manager's spelling: postCodes, not postalCodes.

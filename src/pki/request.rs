@@ -109,7 +109,7 @@ fn request_extensions(
     if spec.encode_usages_in_request != Some(false) {
         exts.extend(extensions::usage_extensions(spec)?);
     }
-    exts.extend(extensions::name_constraints(spec.name_constraints.as_ref())?);
+    exts.extend(extensions::name_constraints(spec.name_constraints.as_deref())?);
     Ok(exts)
 }
 

@@ -19,7 +19,7 @@ fn full_spec() -> CertificateSpec {
         ip_addresses: s(&["10.0.0.1", "::1"]),
         uris: s(&["spiffe://cluster.local/ns/a/sa/b"]),
         email_addresses: s(&["admin@example.com"]),
-        subject: Some(X509Subject {
+        subject: Some(Box::new(X509Subject {
             organizations: s(&["Org"]),
             countries: s(&["GB"]),
             organizational_units: s(&["Unit"]),
@@ -29,7 +29,7 @@ fn full_spec() -> CertificateSpec {
             postal_codes: s(&["N1"]),
             serial_number: "42".to_string(),
             ..Default::default()
-        }),
+        })),
         usages: s(&["digital signature", "key encipherment"]),
         duration: Some("2160h".to_string()),
         ..fixtures::spec()
@@ -203,16 +203,16 @@ fn request_matches_spec_ignores_the_fields_that_do_not_re_issue() {
             s.signature_algorithm = "ECDSAWithSHA512".into();
         }),
         ("nameConstraints", |s| {
-            s.name_constraints = Some(NameConstraints {
+            s.name_constraints = Some(Box::new(NameConstraints {
                 critical: true,
                 ..Default::default()
-            });
+            }));
         }),
         ("encodeUsagesInRequest", |s| {
             s.encode_usages_in_request = Some(false);
         }),
         ("secretTemplate", |s| {
-            s.secret_template = Some(SecretTemplate::default());
+            s.secret_template = Some(Box::new(SecretTemplate::default()));
         }),
         ("renewBefore", |s| s.renew_before = Some("1h".into())),
         ("revisionHistoryLimit", |s| s.revision_history_limit = Some(3)),
@@ -568,10 +568,10 @@ fn literal_subject_is_compared_by_raw_der() {
         dns_names: vec![],
         // Not compared when there is a literal subject.
         common_name: "ignored.example.com".to_string(),
-        subject: Some(X509Subject {
+        subject: Some(Box::new(X509Subject {
             organizations: s(&["ignored"]),
             ..Default::default()
-        }),
+        })),
         ..fixtures::spec()
     };
     let table: &[(&str, &CertificateRequest, &str, &[&str])] = &[
@@ -654,10 +654,10 @@ fn secret_matches_spec_reads_tls_crt() {
 fn subject_strings_of_every_type_go_reads_are_compared() {
     let spec = CertificateSpec {
         dns_names: vec![],
-        subject: Some(X509Subject {
+        subject: Some(Box::new(X509Subject {
             organizations: s(&["Org"]),
             ..Default::default()
-        }),
+        })),
         ..fixtures::spec()
     };
     let cn = (DnType::CommonName, printable("example.com"));

@@ -102,7 +102,7 @@ fn body_metadata_and_data_keys() {
     let (crt_pem, key_pem) = plain_leaf();
     let ca_pem = crt_pem.clone();
     let templated = CertificateSpec {
-        secret_template: Some(SecretTemplate {
+        secret_template: Some(Box::new(SecretTemplate {
             labels: map(&[("team", "web"), ("controller.cert-manager.io/fao", "false")]),
             annotations: map(&[
                 ("note", "kept"),
@@ -110,7 +110,7 @@ fn body_metadata_and_data_keys() {
                 ("cert-manager.io/allow-direct-injection", "true"),
             ]),
             ..SecretTemplate::default()
-        }),
+        })),
         ..spec()
     };
     struct Row {
@@ -364,7 +364,7 @@ fn keystores_are_placed_as_asked() {
     ];
     for (asked, ca, expected) in rows {
         let crt = certificate(CertificateSpec {
-            keystores: asked.clone(),
+            keystores: asked.clone().map(Box::new),
             ..spec()
         });
         let input = SecretData {

@@ -285,7 +285,7 @@ fn the_schema_refuses_values_outside_the_crd_enums() {
     let window = |cron: &str, duration: &str| {
         let (cron, duration) = (cron.to_string(), duration.to_string());
         move |s: &mut CertificateSpec| {
-            s.renewal = Some(Renewal {
+            s.renewal = Some(Box::new(Renewal {
                 policy: "RenewBefore".into(),
                 windows: vec![RenewalWindow {
                     cron,
@@ -293,7 +293,7 @@ fn the_schema_refuses_values_outside_the_crd_enums() {
                     ..RenewalWindow::default()
                 }],
                 ..Renewal::default()
-            });
+            }));
         }
     };
     type Change = Box<dyn FnOnce(&mut CertificateSpec)>;
@@ -329,23 +329,23 @@ fn the_schema_refuses_values_outside_the_crd_enums() {
         ),
         (
             Box::new(|s: &mut CertificateSpec| {
-                s.keystores = Some(Keystores {
+                s.keystores = Some(Box::new(Keystores {
                     pkcs12: Some(Pkcs12Keystore {
                         profile: "Modern2099".into(),
                         password: Some("p".into()),
                         ..Pkcs12Keystore::default()
                     }),
                     ..Keystores::default()
-                });
+                }));
             }),
             r#"spec.keystores.pkcs12.profile: Unsupported value: "Modern2099": supported values: "LegacyRC2", "LegacyDES", "Modern2023", "Modern2026""#.into(),
         ),
         (
             Box::new(|s: &mut CertificateSpec| {
-                s.renewal = Some(Renewal {
+                s.renewal = Some(Box::new(Renewal {
                     policy: "Sometimes".into(),
                     ..Renewal::default()
-                });
+                }));
             }),
             r#"spec.renewal.policy: Unsupported value: "Sometimes": supported values: "RenewBefore", "Disabled""#.into(),
         ),
@@ -403,13 +403,13 @@ fn schema_errors_hide_the_webhook_ones() {
 #[test]
 fn secret_template_keys_are_checked_in_key_order() {
     let got = webhook(|s| {
-        s.secret_template = Some(SecretTemplate {
+        s.secret_template = Some(Box::new(SecretTemplate {
             annotations: BTreeMap::from([
                 ("cert-manager.io/z".into(), String::new()),
                 ("cert-manager.io/a".into(), String::new()),
             ]),
             ..SecretTemplate::default()
-        });
+        }));
     });
     assert_eq!(
         got,

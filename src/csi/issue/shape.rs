@@ -87,7 +87,7 @@ pub fn certificate_spec(attributes: &Attributes) -> CertificateSpec {
                 serial_number: fields.serial_number.clone(),
                 ..X509Subject::default()
             };
-            spec.subject = (subject != X509Subject::default()).then_some(subject);
+            spec.subject = (subject != X509Subject::default()).then_some(Box::new(subject));
         }
     }
     spec

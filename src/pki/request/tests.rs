@@ -204,10 +204,10 @@ fn a_signature_algorithm_asked_for_is_used() {
 fn full_sans_spec() -> CertificateSpec {
     CertificateSpec {
         common_name: "cn.example.com".into(),
-        subject: Some(X509Subject {
+        subject: Some(Box::new(X509Subject {
             organizations: strings(&["Acme"]),
             ..X509Subject::default()
-        }),
+        })),
         dns_names: strings(&["a.example.com", "b.example.com"]),
         email_addresses: strings(&["ops@example.com"]),
         ip_addresses: strings(&["10.0.0.1", "2001:db8::1", "::ffff:192.0.2.7"]),
@@ -226,7 +226,7 @@ fn name_constraints_spec() -> CertificateSpec {
     CertificateSpec {
         common_name: "Sub CA".into(),
         is_ca: true,
-        name_constraints: Some(NameConstraints {
+        name_constraints: Some(Box::new(NameConstraints {
             critical: true,
             permitted: Some(NameConstraintItem {
                 dns_domains: strings(&["example.com"]),
@@ -240,7 +240,7 @@ fn name_constraints_spec() -> CertificateSpec {
                 ..NameConstraintItem::default()
             }),
             ..NameConstraints::default()
-        }),
+        })),
         ..CertificateSpec::default()
     }
 }
@@ -495,13 +495,13 @@ fn errors_have_cert_managers_messages() {
         ),
         (
             cn(CertificateSpec {
-                name_constraints: Some(NameConstraints {
+                name_constraints: Some(Box::new(NameConstraints {
                     permitted: Some(NameConstraintItem {
                         ip_ranges: strings(&["10.0.0.0"]),
                         ..NameConstraintItem::default()
                     }),
                     ..NameConstraints::default()
-                }),
+                })),
                 ..CertificateSpec::default()
             }),
             "invalid CIDR address: 10.0.0.0",

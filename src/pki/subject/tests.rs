@@ -239,7 +239,7 @@ fn subject_der_follows_gos_to_rdn_sequence() {
         (
             CertificateSpec {
                 common_name: "example.com".into(),
-                subject: Some(subject),
+                subject: Some(Box::new(subject)),
                 ..CertificateSpec::default()
             },
             full,
@@ -253,11 +253,11 @@ fn subject_der_follows_gos_to_rdn_sequence() {
         ),
         (
             CertificateSpec {
-                subject: Some(X509Subject {
+                subject: Some(Box::new(X509Subject {
                     organizations: strings(&["Acme"]),
                     serial_number: "7".into(),
                     ..X509Subject::default()
-                }),
+                })),
                 ..CertificateSpec::default()
             },
             org_serial,

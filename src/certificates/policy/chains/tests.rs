@@ -69,10 +69,10 @@ const ROWS: &[(&str, Change, Found, Found)] = &[
         "renewal Disabled and expired",
         |i| {
             i.now = at("2026-04-02T00:00:00Z");
-            Arc::make_mut(&mut i.certificate).spec.renewal = Some(Renewal {
+            Arc::make_mut(&mut i.certificate).spec.renewal = Some(Box::new(Renewal {
                 policy: "Disabled".to_string(),
                 ..Default::default()
-            });
+            }));
         },
         None,
         Some(("CurrentCertificateHasExpired", "Expired")),

@@ -77,21 +77,21 @@ fn renewal_scheduled(input: &mut Input, text: &str) {
 }
 
 fn set_policy(input: &mut Input, policy: &str) {
-    Arc::make_mut(&mut input.certificate).spec.renewal = Some(RenewalSpec {
+    Arc::make_mut(&mut input.certificate).spec.renewal = Some(Box::new(RenewalSpec {
         policy: policy.to_string(),
         ..Default::default()
-    });
+    }));
 }
 
 fn set_window(input: &mut Input, cron: &str) {
-    Arc::make_mut(&mut input.certificate).spec.renewal = Some(RenewalSpec {
+    Arc::make_mut(&mut input.certificate).spec.renewal = Some(Box::new(RenewalSpec {
         windows: vec![crate::api::certmanager::RenewalWindow {
             cron: cron.to_string(),
             window_duration: "2h".to_string(),
             ..Default::default()
         }],
         ..Default::default()
-    });
+    }));
 }
 
 const DSA_CSR: &[u8] = include_bytes!("testdata/dsa.csr");

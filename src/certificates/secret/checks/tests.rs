@@ -91,20 +91,20 @@ fn fixture() -> Fixture {
     });
     let crt = certificate(CertificateSpec {
         secret_name: "web-tls".into(),
-        secret_template: Some(SecretTemplate {
+        secret_template: Some(Box::new(SecretTemplate {
             labels: [("team".to_string(), "web".to_string())].into(),
             annotations: [("note".to_string(), "kept".to_string())].into(),
             ..SecretTemplate::default()
-        }),
+        })),
         additional_output_formats: formats(&["CombinedPEM", "DER"]),
-        keystores: Some(Keystores {
+        keystores: Some(Box::new(Keystores {
             pkcs12: Some(Pkcs12Keystore {
                 create: true,
                 password: Some("changeit".into()),
                 ..Pkcs12Keystore::default()
             }),
             ..Keystores::default()
-        }),
+        })),
         ..CertificateSpec::default()
     });
     let stores = KeystoreData {
@@ -179,10 +179,7 @@ fn data(f: &mut Fixture) -> &mut BTreeMap<String, ByteString> {
 }
 
 fn template(f: &mut Fixture) -> &mut SecretTemplate {
-    f.crt
-        .spec
-        .secret_template
-        .get_or_insert_with(SecretTemplate::default)
+    f.crt.spec.secret_template.get_or_insert_with(Box::default)
 }
 
 #[test]
@@ -804,7 +801,7 @@ fn owner_reference_managed_field() {
 }
 
 fn set_keystores(f: &mut Fixture, pkcs12: Option<bool>, jks: Option<bool>) {
-    f.crt.spec.keystores = Some(Keystores {
+    f.crt.spec.keystores = Some(Box::new(Keystores {
         pkcs12: pkcs12.map(|create| Pkcs12Keystore {
             create,
             ..Pkcs12Keystore::default()
@@ -814,7 +811,7 @@ fn set_keystores(f: &mut Fixture, pkcs12: Option<bool>, jks: Option<bool>) {
             ..JksKeystore::default()
         }),
         ..Keystores::default()
-    });
+    }));
 }
 
 fn put(f: &mut Fixture, key: &str) {

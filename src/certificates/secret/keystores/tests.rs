@@ -99,7 +99,7 @@ fn encoded_stores_open_with_their_password() {
     });
     let crt = certificate(CertificateSpec {
         secret_name: "web-tls".into(),
-        keystores: Some(Keystores {
+        keystores: Some(Box::new(Keystores {
             pkcs12: Some(Pkcs12Keystore {
                 create: true,
                 password: Some("p12-pass".into()),
@@ -112,7 +112,7 @@ fn encoded_stores_open_with_their_password() {
                 ..JksKeystore::default()
             }),
             ..Keystores::default()
-        }),
+        })),
         ..CertificateSpec::default()
     });
     let data = SecretData {

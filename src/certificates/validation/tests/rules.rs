@@ -71,7 +71,7 @@ fn common_name_and_subject_alternative_names() {
         (
             b(|s| {
                 s.dns_names.clear();
-                s.subject = Some(subject(&["Acme"]));
+                s.subject = Some(Box::new(subject(&["Acme"])));
             }),
             AT_LEAST_ONE,
         ),
@@ -144,14 +144,14 @@ fn literal_subject() {
         (
             b(|s| {
                 s.literal_subject = "CN=foo".into();
-                s.subject = Some(subject(&["Acme"]));
+                s.subject = Some(Box::new(subject(&["Acme"])));
             }),
             "spec.subject: Invalid value: {\"Organizations\":[\"Acme\"],\"Countries\":null,\"OrganizationalUnits\":null,\"Localities\":null,\"Provinces\":null,\"StreetAddresses\":null,\"PostalCodes\":null,\"SerialNumber\":\"\"}: When providing a `LiteralSubject` no `Subject` properties may be provided.",
         ),
         (
             b(|s| {
                 s.literal_subject = "CN=foo".into();
-                s.subject = Some(subject(&[]));
+                s.subject = Some(Box::new(subject(&[])));
             }),
             "",
         ),
@@ -521,7 +521,7 @@ fn template(labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Change {
         annotations: pairs(annotations),
         ..SecretTemplate::default()
     };
-    b(move |s| s.secret_template = Some(template))
+    b(move |s| s.secret_template = Some(Box::new(template)))
 }
 
 #[test]
@@ -565,7 +565,7 @@ fn name_constraints() {
     let with = |is_ca: bool, nc: NameConstraints| {
         b(move |s: &mut CertificateSpec| {
             s.is_ca = is_ca;
-            s.name_constraints = Some(nc);
+            s.name_constraints = Some(Box::new(nc));
         })
     };
     check(vec![
@@ -609,11 +609,11 @@ fn additional_output_formats_and_keystores() {
     };
     let stores = |jks: Option<JksKeystore>, pkcs12: Option<Pkcs12Keystore>| {
         b(move |s: &mut CertificateSpec| {
-            s.keystores = Some(Keystores {
+            s.keystores = Some(Box::new(Keystores {
                 jks,
                 pkcs12,
                 ..Keystores::default()
-            });
+            }));
         })
     };
     check(vec![
@@ -656,11 +656,11 @@ fn renewal(policy: &'static str, windows: &[(&str, &str, &str)]) -> Change {
         })
         .collect();
     b(move |s| {
-        s.renewal = Some(Renewal {
+        s.renewal = Some(Box::new(Renewal {
             policy: policy.into(),
             windows,
             ..Renewal::default()
-        });
+        }));
     })
 }
 

@@ -648,7 +648,7 @@ fn only_keystores_and_a_request_to_check_against_the_key_go_to_the_crypto_pool()
     let issued_earlier = signed(request(1, ec), chain);
     let keystores = |pkcs12: bool, jks: bool| {
         let mut crt = fixtures::certificate("web", fixtures::spec());
-        crt.spec.keystores = Some(Keystores {
+        crt.spec.keystores = Some(Box::new(Keystores {
             pkcs12: Some(Pkcs12Keystore {
                 create: pkcs12,
                 ..Default::default()
@@ -658,7 +658,7 @@ fn only_keystores_and_a_request_to_check_against_the_key_go_to_the_crypto_pool()
                 ..Default::default()
             }),
             ..Default::default()
-        });
+        }));
         crt
     };
     let mut temporary = issuing(None, None);

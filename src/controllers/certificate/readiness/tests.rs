@@ -139,10 +139,10 @@ fn nothing_is_written_when_the_status_already_says_it() {
 #[test]
 fn disabled_renewal_has_no_renewal_time_and_looks_again_at_expiry() {
     let plan = decide(&input(|i| {
-        Arc::make_mut(&mut i.certificate).spec.renewal = Some(crate::api::certmanager::Renewal {
+        Arc::make_mut(&mut i.certificate).spec.renewal = Some(Box::new(crate::api::certmanager::Renewal {
             policy: "Disabled".into(),
             ..Default::default()
-        });
+        }));
     }));
     let doc = plan.status.expect("a status apply");
     assert_eq!(doc["status"].get("renewalTime"), None);
@@ -208,8 +208,9 @@ fn the_jitter_moves_the_written_renewal_time() {
 }
 
 fn unplaceable_window(i: &mut Input) {
-    Arc::make_mut(&mut i.certificate).spec.renewal =
-        Some(crate::controllers::certificate::testing::unplaceable_renewal());
+    Arc::make_mut(&mut i.certificate).spec.renewal = Some(Box::new(
+        crate::controllers::certificate::testing::unplaceable_renewal(),
+    ));
 }
 
 /// As cert-manager's readiness: a renewal time the windows cannot place sets

@@ -344,8 +344,9 @@ fn a_renewal_due_at_issuance_waits_for_the_guarded_time() {
 }
 
 fn unplaceable_window(f: &mut Facts) {
-    Arc::make_mut(&mut f.input.certificate).spec.renewal =
-        Some(crate::controllers::certificate::testing::unplaceable_renewal());
+    Arc::make_mut(&mut f.input.certificate).spec.renewal = Some(Box::new(
+        crate::controllers::certificate::testing::unplaceable_renewal(),
+    ));
     f.input.now = at("2026-03-02T00:00:00Z");
 }
 
