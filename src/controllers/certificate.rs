@@ -134,6 +134,11 @@ impl Acted {
             Some((based_on, written)) if based_on == version || between(based_on, version, written) => true,
             Some(_) => {
                 acted.remove(&key);
+                // A mass issuance leaves a table sized for every Certificate at once.
+                let len = acted.len();
+                if acted.capacity() > 1024 && len * 8 < acted.capacity() {
+                    acted.shrink_to(len * 2);
+                }
                 false
             }
             None => false,
@@ -336,6 +341,26 @@ mod acted_tests {
         for (row, manager, (uid, version), stale) in rows {
             assert_eq!(acted.stale(manager, &crt(uid, version)), stale, "{row}");
         }
+    }
+
+    /// Once the cache has caught up with a mass issuance's writes, the table gives back what
+    /// it grew to.
+    #[test]
+    fn the_table_shrinks_once_caught_up() {
+        let acted = Acted::default();
+        for i in 0..4096 {
+            acted.record(FieldManager::TRIGGER, &crt(&i.to_string(), "1"), Some("2"));
+        }
+        let grown = acted.lock().capacity();
+        for i in 0..4096 {
+            assert!(!acted.stale(FieldManager::TRIGGER, &crt(&i.to_string(), "2")));
+        }
+        assert_eq!(acted.lock().len(), 0);
+        assert!(
+            acted.lock().capacity() < grown / 8,
+            "{grown} -> {}",
+            acted.lock().capacity()
+        );
     }
 
     /// Deleted UIDs are remembered; past the bound the set starts over.

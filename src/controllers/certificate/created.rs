@@ -113,9 +113,22 @@ impl Created {
             if created.len() >= CREATED_MAX {
                 created.clear();
             }
+            prune(&mut created, now);
             created.insert(k, now);
         }
     }
+}
+
+/// Past 1,024 entries, at each doubling, drops those whose while is over and the memory they
+/// held: a request is created once and never deleted by these controllers, so without this
+/// every create of a mass issuance stayed until [`CREATED_MAX`]. O(1) per create, amortised.
+fn prune(created: &mut HashMap<Key, Timestamp>, now: Timestamp) {
+    let len = created.len();
+    if len < 1024 || !len.is_power_of_two() {
+        return;
+    }
+    created.retain(|_, at| still_coming(*at, now).is_some());
+    created.shrink_to(created.len() * 2);
 }
 
 /// The objects a plan creates (`true`) and deletes (`false`).
@@ -195,6 +208,27 @@ mod tests {
         let out = created.without_repeats(plan(vec![create("b"), delete("a")]), at(5));
         assert_eq!(out.before_status, vec![create("b"), delete("a")]);
         assert_eq!(out.plan.next, Next::AwaitChange);
+    }
+
+    /// Past 1,024 creates, at each doubling, those whose while is over are dropped and those
+    /// still coming kept.
+    #[test]
+    fn creates_past_their_while_are_dropped_at_each_doubling() {
+        let created = Created::default();
+        let many = |n: usize, from: usize| plan((from..from + n).map(|i| create(&format!("s{i}"))).collect());
+        let len = || lock(&created.0).len();
+        created.record(Created::marks(&many(1023, 0)), at(0));
+        created.record(Created::marks(&many(1, 1023)), at(11));
+        assert_eq!(len(), 1024, "below 1,024 nothing is dropped");
+        created.record(Created::marks(&many(1, 1024)), at(11));
+        assert_eq!(
+            len(),
+            2,
+            "the 1,023 made at 0 are over at 11; the one made at 11 is not"
+        );
+        created.record(Created::marks(&many(1022, 2000)), at(12));
+        created.record(Created::marks(&many(1, 3022)), at(13));
+        assert_eq!(len(), 1025, "all still coming at the doubling");
     }
 
     /// A plan's own next look is kept when sooner than the while's end, and brought forward
