@@ -148,7 +148,51 @@ impl CertificateRequestStatus {
     }
 }
 
+/// Set by the request watch on a signed request it caches without its chain (and removed from
+/// every other request it caches): the chain's SHA-256, hex. It lives only in this process's
+/// cache: the controllers apply a request's status alone, so it is never written back.
+pub const CACHED_CHAIN_SHA256: &str = "cfssl-issuer.wikimedia.org/cached-chain-sha256";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 impl CertificateRequest {
+    /// Whether the request was issued exactly `chain`: by its chain, or by the digest the cache
+    /// keeps in its place.
+    pub fn issued_chain(&self, chain: &[u8]) -> bool {
+        if let Some(digest) = self
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CACHED_CHAIN_SHA256))
+        {
+            return *digest == sha256_hex(chain);
+        }
+        self.status
+            .as_ref()
+            .and_then(|s| s.certificate.as_ref())
+            .is_some_and(|c| c.0 == chain)
+    }
+
+    /// Drops the chain and CA, keeping the chain's digest ([`CACHED_CHAIN_SHA256`]).
+    pub fn drop_chain(&mut self) {
+        let Some(status) = self.status.as_mut() else {
+            return;
+        };
+        status.ca = None;
+        if let Some(chain) = status.certificate.take() {
+            self.metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(CACHED_CHAIN_SHA256.to_string(), sha256_hex(&chain.0));
+        }
+    }
+
     /// The condition of `type_`, if there is a status and it has one.
     pub fn condition(&self, type_: &str) -> Option<&Condition> {
         self.status.as_ref().and_then(|s| s.condition(type_))

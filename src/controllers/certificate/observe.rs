@@ -241,7 +241,7 @@ pub fn issuing_in_flight(
     let current = current_revision(crt);
     requests
         .iter()
-        .any(|cr| revision_of(cr).is_some_and(|r| r > current) && issued_by(cr) == Some(in_secret))
+        .any(|cr| revision_of(cr).is_some_and(|r| r > current) && cr.issued_chain(in_secret))
 }
 
 /// The `tls.crt` a Secret holds.
@@ -249,14 +249,6 @@ fn certificate_in(secret: Option<&Secret>) -> Option<&[u8]> {
     secret
         .and_then(|s| s.data.as_ref())
         .and_then(|d| d.get(crate::certificates::keys::data::TLS_CRT))
-        .map(|b| b.0.as_slice())
-}
-
-/// The certificate a request was issued.
-fn issued_by(cr: &CertificateRequest) -> Option<&[u8]> {
-    cr.status
-        .as_ref()
-        .and_then(|s| s.certificate.as_ref())
         .map(|b| b.0.as_slice())
 }
 
@@ -268,11 +260,22 @@ pub fn current_request(
     revision: i64,
     secret: Option<&Secret>,
 ) -> Option<Arc<CertificateRequest>> {
+    let candidates: Vec<&Arc<CertificateRequest>> = requests
+        .iter()
+        .filter(|cr| revision_of(cr) == Some(revision))
+        .collect();
+    // One candidate is the answer either way: no digest to compare.
+    let [first, ..] = candidates.as_slice() else {
+        return None;
+    };
+    if candidates.len() == 1 {
+        return Some(Arc::clone(first));
+    }
     let in_secret = certificate_in(secret);
-    let mut candidates = requests.iter().filter(|cr| revision_of(cr) == Some(revision));
-    let first = candidates.clone().next();
-    let holding = candidates.find(|cr| issued_by(cr).is_some_and(|issued| Some(issued) == in_secret));
-    holding.or(first).cloned()
+    let holding = candidates
+        .iter()
+        .find(|cr| in_secret.is_some_and(|chain| cr.issued_chain(chain)));
+    Some(Arc::clone(holding.unwrap_or(first)))
 }
 
 /// `Kind namespace/name` of a Certificate, for logs and errors.
@@ -307,6 +310,59 @@ mod in_flight_tests {
             cr.status = serde_json::from_value(json!({ "certificate": ByteString(pem.into()) })).unwrap();
         }
         Arc::new(cr)
+    }
+
+    /// As the standalone request cache holds a signed request: its chain's digest instead.
+    fn chainless(cr: &Arc<CertificateRequest>) -> Arc<CertificateRequest> {
+        let mut cr = CertificateRequest::clone(cr);
+        cr.drop_chain();
+        Arc::new(cr)
+    }
+
+    /// The current request is the one whose certificate the Secret holds when its revision
+    /// has more than one, whether the cache holds chains or their digests.
+    #[test]
+    fn the_current_request_is_the_one_the_secret_holds() {
+        let mut replaced = CertificateRequest::clone(&request(2, Some("old")));
+        replaced.metadata.name = Some("web-2-replaced".into());
+        let (replaced, kept) = (Arc::new(replaced), request(2, Some("new")));
+        let name = |cr: Option<Arc<CertificateRequest>>| cr.and_then(|cr| cr.metadata.name.clone());
+        let rows: [(&str, Vec<Arc<CertificateRequest>>, &str, Option<&str>); 5] = [
+            ("one candidate", vec![kept.clone()], "other", Some("web-2")),
+            (
+                "two, the second held",
+                vec![replaced.clone(), kept.clone()],
+                "new",
+                Some("web-2"),
+            ),
+            (
+                "two, none held: the first",
+                vec![replaced.clone(), kept.clone()],
+                "x",
+                Some("web-2-replaced"),
+            ),
+            (
+                "another revision only",
+                vec![request(1, Some("new"))],
+                "new",
+                None,
+            ),
+            ("none", vec![], "new", None),
+        ];
+        for (row, requests, in_secret, want) in rows {
+            let secret = secret(in_secret);
+            assert_eq!(
+                name(current_request(&requests, 2, Some(&secret))),
+                want.map(String::from),
+                "{row}"
+            );
+            let chainless: Vec<_> = requests.iter().map(chainless).collect();
+            assert_eq!(
+                name(current_request(&chainless, 2, Some(&secret))),
+                want.map(String::from),
+                "{row}, cached without chains"
+            );
+        }
     }
 
     fn secret(tls_crt: &str) -> Secret {
@@ -365,7 +421,13 @@ mod in_flight_tests {
         ];
         for (row, revision, (cr_revision, issued), in_secret, want) in rows {
             let requests = [request(cr_revision, issued)];
+            let chainless = [chainless(&requests[0])];
             let secret = in_secret.map(secret);
+            assert_eq!(
+                issuing_in_flight(&crt(revision), secret.as_ref(), &chainless),
+                want,
+                "{row}, cached without its chain"
+            );
             assert_eq!(
                 issuing_in_flight(&crt(revision), secret.as_ref(), &requests),
                 want,

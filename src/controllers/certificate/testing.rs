@@ -1,6 +1,15 @@
 //! What the Certificate controllers' tables share: reading a plan's status document back.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use kube::client::Body;
 use serde_json::Value;
+
+use super::{CertificateContext, Settings};
+use crate::controllers::kit::Shared;
+use crate::csi::testing::ApiHandle;
 
 use crate::api::certmanager::{Certificate, CertificateCondition, CertificateStatus};
 use crate::controllers::kit::plan::{FullPlan, Plan, Write};
@@ -71,4 +80,37 @@ pub fn unplaceable_renewal() -> crate::api::certmanager::Renewal {
         policy: "RenewBefore".to_string(),
         ..Default::default()
     }
+}
+
+/// A Certificate controllers' context whose API is scripted request by request (tower-test),
+/// at a fixed clock.
+pub fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
+    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let now = "2026-11-27T12:00:00Z".parse().unwrap();
+    let shared = Arc::new(Shared {
+        client: kube::Client::new(service, "default"),
+        config: crate::controllers::kit::Config::new("cfssl-system"),
+        clock: crate::clock::fixed_clock(now),
+        metrics: Arc::default(),
+        status_schemas: crate::controllers::kit::status::schema::StatusSchemas::default(),
+        crypto: crate::crypto_pool::CryptoPool::new(2),
+    });
+    let settings = Settings {
+        approve_own_requests: true,
+        minimum_backoff: Duration::from_secs(1),
+        maximum_backoff: Duration::from_secs(60),
+        cert_manager_lease_namespace: "cert-manager".into(),
+        owner_reference: false,
+        copied_annotation_prefixes: Vec::new(),
+        renewal_jitter: crate::certificates::renewal::Jitter::default(),
+    };
+    let stores = (
+        kube::runtime::reflector::store().0,
+        kube::runtime::reflector::store().0,
+        kube::runtime::reflector::store().0,
+    );
+    (
+        Arc::new(CertificateContext::new(shared, settings, stores)),
+        handle,
+    )
 }

@@ -10,9 +10,11 @@
 //! - A request over a budget (its CSR over 64 KiB, or the rest over 64 KiB) is kept without
 //!   its body ([`super::budget`]): the controller fails it from what the cache says it held.
 //! - A terminal request (Issued, Failed, Denied) is cached bare (name, namespace, UID: no
-//!   issuer, so its reconcile returns at once), unless the standalone controllers run
-//!   (issuing reads a signed request's chain from it): the controller has nothing more to do
-//!   with it, and 10,000 issued requests cached even without their PEM held 21 MB (2.1 KB
+//!   issuer, so its reconcile returns at once), unless the standalone controllers run: they
+//!   read its CSR, annotations and conditions for as long as it is the Certificate's current
+//!   request, so it is kept without its chain (`status.certificate` and `status.ca`, a third
+//!   of a signed request's memory), which issuing reads live the one time it needs it. The
+//!   controller has nothing more to do with it, and 10,000 issued requests cached even without their PEM held 21 MB (2.1 KB
 //!   each, measured with a counting allocator). It is not turned into a delete (see
 //!   [`trim_request_event`]). Its backoff and memory go at once; what signing holds for it (the
 //!   written resourceVersion, a few dozen bytes) stays until it is deleted, as the guard
@@ -31,7 +33,7 @@ use super::budget::within_budget;
 use super::observe::is_terminal;
 use super::{RequestContext, expiry_labels, request_key};
 use crate::api::IssuerKind;
-use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
+use crate::api::certmanager::{CACHED_CHAIN_SHA256, CertificateRequest, CertificateRequestSpec};
 use crate::controllers::kit::wiring::Relist;
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
@@ -41,16 +43,16 @@ pub fn is_ours(cr: &CertificateRequest) -> bool {
 }
 
 /// Pure: the watch event the request cache and controller get, if any. A terminal request
-/// (Issued, Failed, Denied) is cached bare unless `keep_chains` (the standalone controllers
-/// read a signed request's chain from the cache).
+/// (Issued, Failed, Denied) is cached bare unless `keep_terminal` (the standalone controllers
+/// read it), and then without its chain.
 pub fn trim_request_event(
     event: Event<CertificateRequest>,
-    keep_chains: bool,
+    keep_terminal: bool,
 ) -> Option<Event<CertificateRequest>> {
-    let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_chains);
+    let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_terminal);
     let slim = |mut cr: CertificateRequest| {
         cr.metadata.managed_fields = None;
-        within_budget(cr)
+        without_chain(within_budget(cr))
     };
     match event {
         Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),
@@ -73,9 +75,23 @@ pub fn trim_request_event(
 }
 
 /// Pure: whether a request of ours is done with (Issued, Failed, Denied) and so leaves the
-/// cache, outside standalone mode (`keep_chains`).
-fn leaves_cache(cr: &CertificateRequest, keep_chains: bool) -> bool {
-    is_ours(cr) && !keep_chains && is_terminal(cr)
+/// cache, outside standalone mode (`keep_terminal`).
+fn leaves_cache(cr: &CertificateRequest, keep_terminal: bool) -> bool {
+    is_ours(cr) && !keep_terminal && is_terminal(cr)
+}
+
+/// A terminal request without its chain, its digest in its place. Only a terminal one: the
+/// signer reads a chain on a request not yet marked Issued as the sign of a lost condition
+/// write (`decide::guard`). Only this watch says a chain was dropped: a tenant's annotation
+/// of that name is removed first.
+fn without_chain(mut cr: CertificateRequest) -> CertificateRequest {
+    if let Some(annotations) = cr.metadata.annotations.as_mut() {
+        annotations.remove(CACHED_CHAIN_SHA256);
+    }
+    if is_terminal(&cr) {
+        cr.drop_chain();
+    }
+    cr
 }
 
 /// Only what names the object.
@@ -93,14 +109,14 @@ pub fn request_event(
     ctx: &RequestContext,
     relist: &mut Relist,
 ) -> Option<Event<CertificateRequest>> {
-    let keep_chains = ctx.core.shared.config.standalone.is_some();
+    let keep_terminal = ctx.core.shared.config.standalone.is_some();
     match &event {
         Event::Delete(cr) if is_ours(cr) => forget_request(ctx, cr),
         // Never reconciled again, so nothing else would drop its backoff and memory. What
         // `signings` holds stays until the request is deleted: a reconcile dispatched with the
         // stale object before this event may still run, and only that entry stops it from
         // signing again (`e2e_once` holds this under issuer churn).
-        Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_chains) => {
+        Event::Apply(cr) | Event::InitApply(cr) if leaves_cache(cr, keep_terminal) => {
             ctx.core.ledger.settle(&request_key(cr));
         }
         _ => {}
@@ -112,7 +128,7 @@ pub fn request_event(
             ctx.core.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
-    trim_request_event(event, keep_chains)
+    trim_request_event(event, keep_terminal)
 }
 
 /// Drops what the manager holds for a deleted request: backoff, memory, what signing held, its

@@ -199,6 +199,19 @@ pub fn costly(crt: &Certificate, requests: &[&CertificateRequest]) -> bool {
         .any(|c| c.reason == REASON_ISSUED || temporary)
 }
 
+/// Whether `cr` is the signed request this issuance ends with, as the cache holds it: without
+/// its chain (the request watch keeps terminal requests without one), so it is read live.
+pub fn needs_chain(crt: &Certificate, cr: &CertificateRequest) -> bool {
+    crt.has_true(ISSUING)
+        && revision_of(cr) == Some(next_revision(crt))
+        && cr.condition(READY).is_some_and(|c| c.reason == REASON_ISSUED)
+        && cr.status.as_ref().is_none_or(|s| s.certificate.is_none())
+}
+
+/// The most a signed request's chain and CA may hold, as the request cache's budget allows the
+/// rest of a request: the live read that brings them bypasses that cache.
+pub const MAX_CHAIN_BYTES: usize = 64 * 1024;
+
 /// What the Secret holds after this reconcile, and the plan around it.
 pub fn contents(facts: &Facts<'_>) -> Decision {
     if facts.certificate.has_true(ISSUING) {
@@ -375,6 +388,14 @@ fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> D
     let crt = facts.certificate;
     let status = cr.status.clone().unwrap_or_default();
     let chain = status.certificate.map(|b| b.0).unwrap_or_default();
+    let ca = status.ca.map(|b| b.0).unwrap_or_default();
+    if chain.len() + ca.len() > MAX_CHAIN_BYTES {
+        let message = format!(
+            "Issuer returned a certificate chain and CA of {} bytes, over the {MAX_CHAIN_BYTES} a Secret takes",
+            chain.len() + ca.len()
+        );
+        return failed(facts, "InvalidCertificate", &message);
+    }
     if let Err(message) = check_issued(&chain, key, facts.now) {
         return failed(facts, "InvalidCertificate", &message);
     }
@@ -386,7 +407,7 @@ fn issued(facts: &Facts<'_>, cr: &CertificateRequest, key: &Key, next: i64) -> D
     let write = Contents {
         private_key: private_key.into_bytes(),
         certificate: chain,
-        ca: status.ca.map(|b| b.0).unwrap_or_default(),
+        ca,
         certificate_name: kube::ResourceExt::name_any(crt),
         issuer: [issuer.name.clone(), issuer.kind.clone(), issuer.group.clone()],
     };

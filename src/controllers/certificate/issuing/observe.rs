@@ -1,15 +1,42 @@
-//! What the issuing controller reads besides the caches: the keystore passwords (their
-//! Secrets read live), and whether the Secret's keystores open with them (and if not, why).
+//! What the issuing controller reads besides the caches: the signed request's chain, the
+//! keystore passwords (their Secrets read live), and whether the Secret's keystores open with
+//! them (and if not, why).
+
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::ResourceExt;
+use kube::{Api, ResourceExt};
 
 use super::super::{CertificateContext, Error, observe};
-use super::decide::StaleKeystore;
-use crate::api::certmanager::{Certificate, ISSUING, SecretKeySelector};
+use super::decide::{StaleKeystore, needs_chain};
+use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, SecretKeySelector};
 use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{Kind, PasswordError, Passwords, keystore_password, password_secret_name};
 use crate::pki::keystore::{Unopened, jks_check, pkcs12_check};
+
+/// `requests`, with the signed one this issuance ends with read live for its chain (the cache
+/// keeps terminal requests without one): one read per issuance. A request gone since, or
+/// replaced by another of the same name, stays as cached, and the next event decides.
+pub async fn with_chain(
+    ctx: &CertificateContext,
+    crt: &Certificate,
+    mut requests: Vec<Arc<CertificateRequest>>,
+) -> Result<Vec<Arc<CertificateRequest>>, Error> {
+    for cr in requests.iter_mut().filter(|cr| needs_chain(crt, cr)) {
+        let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
+        let live = Api::<CertificateRequest>::namespaced(ctx.shared.client.clone(), &namespace)
+            .get_opt(&name)
+            .await
+            .map_err(Error::api(
+                "reading CertificateRequest",
+                format!("{namespace}/{name}"),
+            ))?;
+        if let Some(live) = live.filter(|live| live.metadata.uid == cr.metadata.uid) {
+            *cr = Arc::new(live);
+        }
+    }
+    Ok(requests)
+}
 
 /// The passwords of the keystores `crt` asks for, reading password Secrets live; an error
 /// inside when one cannot be had (the plan says why when it needs it).
@@ -78,3 +105,6 @@ pub fn stale_keystore(
     stale(keys::PKCS12_KEYSTORE, &passwords.pkcs12, pkcs12_check)
         .or_else(|| stale(keys::JKS_KEYSTORE, &passwords.jks, jks_check))
 }
+
+#[cfg(test)]
+mod tests;

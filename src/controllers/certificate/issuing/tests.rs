@@ -112,6 +112,13 @@ fn issuing_table() {
     let issued = signed(request(1, ec), good_chain.clone());
     let wrong_key = signed(request(1, ec), other_chain);
     let expired = signed(request(1, ec), expired_chain);
+    let mut padded = good_chain.clone();
+    padded.resize(MAX_CHAIN_BYTES, b'\n');
+    let oversized = signed(request(1, ec), padded);
+    let oversized_message = format!(
+        "Issuer returned a certificate chain and CA of {} bytes, over the 65536 a Secret takes",
+        MAX_CHAIN_BYTES + b"CA PEM".len()
+    );
     let fourth = failed_at(request(4, ec), "2026-02-02T00:00:00Z");
     let rsa = key(KeySpec::Rsa(2048), false);
     let mismatch = "Issuer returned a certificate with a public key that does not match the CSR. This usually indicates a misconfigured issuer.";
@@ -198,6 +205,16 @@ fn issuing_table() {
             facts(&crt, Some(ec), vec![&wrong_key]),
             (
                 Some(("InvalidCertificate", retried(mismatch))),
+                None,
+                Some(1),
+                false,
+            ),
+        ),
+        (
+            "a chain and CA over what a Secret takes",
+            facts(&crt, Some(ec), vec![&oversized]),
+            (
+                Some(("InvalidCertificate", retried(&oversized_message))),
                 None,
                 Some(1),
                 false,
@@ -704,5 +721,49 @@ fn only_keystores_and_a_request_to_check_against_the_key_go_to_the_crypto_pool()
     ];
     for (name, crt, requests, costly) in rows {
         assert_eq!(super::decide::costly(&crt, &requests), costly, "{name}");
+    }
+}
+
+/// Only the signed request this issuance ends with, cached without its chain, is read live.
+#[test]
+fn needs_chain_table() {
+    let ec = fixtures::ec();
+    let chain = fixtures::certificate_pem(&fixtures::spec(), ec, (2026, 1, 1), (2026, 4, 1));
+    let issued = signed(request(1, ec), chain.clone());
+    let chainless = {
+        let mut cr = issued.clone();
+        cr.drop_chain();
+        cr
+    };
+    let pending = with(request(1, ec), "Ready", "False", "Pending", "waiting on the CA");
+    let rows: [(&str, Certificate, &CertificateRequest, bool); 5] = [
+        (
+            "issuing, signed, cached without its chain",
+            issuing(None, None),
+            &chainless,
+            true,
+        ),
+        (
+            "issuing, signed, with its chain",
+            issuing(None, None),
+            &issued,
+            false,
+        ),
+        ("issuing, pending", issuing(None, None), &pending, false),
+        (
+            "issuing, the revision before",
+            issuing(Some(1), None),
+            &chainless,
+            false,
+        ),
+        (
+            "not issuing",
+            fixtures::certificate("web", fixtures::spec()),
+            &chainless,
+            false,
+        ),
+    ];
+    for (row, crt, cr, want) in rows {
+        assert_eq!(needs_chain(&crt, cr), want, "{row}");
     }
 }

@@ -38,7 +38,7 @@ fn request(name: &str, group: &str, certificate: &str) -> CertificateRequest {
             "request": "Q1NS",
             "issuerRef": {"group": group, "kind": "Issuer", "name": "ca"},
         },
-        "status": {"certificate": "Q0VSVA==", "conditions": [
+        "status": {"certificate": "Q0VSVA==", "ca": "Q0E=", "conditions": [
             {"type": "Ready", "status": "True", "reason": "Issued", "message": "ok"},
         ]},
     }))
@@ -64,6 +64,19 @@ fn trimmed(mut cr: CertificateRequest) -> CertificateRequest {
     cr
 }
 
+/// As cached in standalone mode: no chain or CA, the chain's SHA-256 in their place.
+fn chainless(mut cr: CertificateRequest) -> CertificateRequest {
+    let status = cr.status.as_mut().unwrap();
+    status.certificate = None;
+    status.ca = None;
+    cr.metadata.annotations.as_mut().unwrap().insert(
+        CACHED_CHAIN_SHA256.into(),
+        // sha256("CERT"), the fixture's chain.
+        "fc3c8e63b513125abcbc527c9b18c1a1dad76f87d03b127609a89603d5d0c5c1".into(),
+    );
+    cr
+}
+
 fn bare(name: &str) -> CertificateRequest {
     let mut cr = CertificateRequest::new(name, CertificateRequestSpec::default());
     cr.metadata.namespace = Some("apps".into());
@@ -73,9 +86,9 @@ fn bare(name: &str) -> CertificateRequest {
 
 #[test]
 fn foreign_requests_never_reach_the_cache() {
-    let ours = request("ours", crate::api::GROUP, "web");
+    let ours = pending("ours", "web");
     let odd_kind = {
-        let mut cr = request("odd", crate::api::GROUP, "web");
+        let mut cr = pending("odd", "web");
         cr.spec.issuer_ref.kind = "Signer".into();
         cr
     };
@@ -141,8 +154,13 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
     };
     let issued = with_ready("True", "Issued");
     let pending = pending("r", "web");
+    let claiming = |mut cr: CertificateRequest| {
+        let annotations = cr.metadata.annotations.as_mut().unwrap();
+        annotations.insert(CACHED_CHAIN_SHA256.into(), "forged".into());
+        cr
+    };
     type E = Event<CertificateRequest>;
-    // (row, event, keep_chains, want)
+    // (row, event, keep_terminal, want)
     let cases: Vec<(&str, E, bool, Option<E>)> = vec![
         (
             "issued: cached bare",
@@ -169,16 +187,34 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
             None,
         ),
         (
-            "issued, standalone: kept whole for its chain",
+            "issued, standalone: kept without its chain",
             Event::Apply(issued.clone()),
             true,
-            Some(Event::Apply(trimmed(issued.clone()))),
+            Some(Event::Apply(chainless(trimmed(issued.clone())))),
         ),
         (
             "issued on relist, standalone",
             Event::InitApply(issued.clone()),
             true,
-            Some(Event::InitApply(trimmed(issued))),
+            Some(Event::InitApply(chainless(trimmed(issued.clone())))),
+        ),
+        (
+            "a tenant's digest annotation on an issued request: replaced by the chain's",
+            Event::Apply(claiming(issued.clone())),
+            true,
+            Some(Event::Apply(chainless(trimmed(issued.clone())))),
+        ),
+        (
+            "a tenant's digest annotation on a pending request: removed",
+            Event::Apply(claiming(pending.clone())),
+            true,
+            Some(Event::Apply(trimmed(pending.clone()))),
+        ),
+        (
+            "signed but not yet marked Issued (a lost write), standalone: chain kept",
+            Event::Apply(pending.clone()),
+            true,
+            Some(Event::Apply(trimmed(pending.clone()))),
         ),
         (
             "pending: kept with its CSR",
@@ -193,9 +229,9 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
             Some(Event::InitApply(trimmed(pending))),
         ),
     ];
-    for (row, event, keep_chains, want) in cases {
+    for (row, event, keep_terminal, want) in cases {
         assert_eq!(
-            format!("{:?}", trim_request_event(event, keep_chains)),
+            format!("{:?}", trim_request_event(event, keep_terminal)),
             format!("{want:?}"),
             "{row}"
         );

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{Method, Request, Response, StatusCode};
+use http::{Method, Response, StatusCode};
 use kube::client::Body;
 use serde_json::{Value, json};
 use tower_test::mock::SendResponse;
@@ -12,44 +12,12 @@ use tower_test::mock::SendResponse;
 use super::genuine;
 use crate::api::certmanager::CertificateRequest;
 use crate::controllers::certificate::approver::{self, MESSAGE};
-use crate::controllers::certificate::{CertificateContext, Settings};
-use crate::controllers::kit::{Config, Shared};
+use crate::controllers::certificate::testing::scripted;
 use crate::csi::testing::{ApiHandle, answer, next_call, pod};
 
 const STEP: Duration = Duration::from_secs(30);
 const POD: &str = "/api/v1/namespaces/shop/pods/web-0";
 const EVENTS: &str = "/apis/events.k8s.io/v1/namespaces/shop/events";
-
-fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
-    let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
-    let now = "2026-11-27T12:00:00Z".parse().unwrap();
-    let shared = Arc::new(Shared {
-        client: kube::Client::new(service, "default"),
-        config: Config::new("cfssl-system"),
-        clock: crate::clock::fixed_clock(now),
-        metrics: Arc::default(),
-        status_schemas: crate::controllers::kit::status::schema::StatusSchemas::default(),
-        crypto: crate::crypto_pool::CryptoPool::new(2),
-    });
-    let settings = Settings {
-        approve_own_requests: true,
-        minimum_backoff: Duration::from_secs(1),
-        maximum_backoff: Duration::from_secs(60),
-        cert_manager_lease_namespace: "cert-manager".into(),
-        owner_reference: false,
-        copied_annotation_prefixes: Vec::new(),
-        renewal_jitter: crate::certificates::renewal::Jitter::default(),
-    };
-    let stores = (
-        kube::runtime::reflector::store().0,
-        kube::runtime::reflector::store().0,
-        kube::runtime::reflector::store().0,
-    );
-    (
-        Arc::new(CertificateContext::new(shared, settings, stores)),
-        handle,
-    )
-}
 
 /// The plugin's request as the API server keeps it: named, with a UID.
 fn stored() -> Arc<CertificateRequest> {
