@@ -155,10 +155,7 @@ pub const CACHED_CHAIN_SHA256: &str = "cfssl-issuer.wikimedia.org/cached-chain-s
 
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(sha2::Sha256::digest(bytes))
 }
 
 impl CertificateRequest {

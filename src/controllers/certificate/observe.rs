@@ -327,7 +327,8 @@ mod in_flight_tests {
         replaced.metadata.name = Some("web-2-replaced".into());
         let (replaced, kept) = (Arc::new(replaced), request(2, Some("new")));
         let name = |cr: Option<Arc<CertificateRequest>>| cr.and_then(|cr| cr.metadata.name.clone());
-        let rows: [(&str, Vec<Arc<CertificateRequest>>, &str, Option<&str>); 5] = [
+        type Row<'a> = (&'a str, Vec<Arc<CertificateRequest>>, &'a str, Option<&'a str>);
+        let rows: [Row; 5] = [
             ("one candidate", vec![kept.clone()], "other", Some("web-2")),
             (
                 "two, the second held",
