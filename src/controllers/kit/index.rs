@@ -237,6 +237,19 @@ mod tests {
         }
     }
 
+    /// A key's names come sorted whatever order they were filed in, each once however often
+    /// its object is applied.
+    #[test]
+    fn names_come_sorted_and_once() {
+        let index = Index::new(keys as KeysOf<ConfigMap>);
+        for name in ["y", "w", "x", "w"] {
+            index.apply(&Event::Apply(map("a", name, "k")));
+        }
+        assert_eq!(index.get("a", "k"), ["w", "x", "y"]);
+        index.apply(&Event::Delete(map("a", "x", "k")));
+        assert_eq!(index.get("a", "k"), ["w", "y"]);
+    }
+
     /// The index follows what the filter passes on, not what the watch sent.
     #[test]
     fn follows_the_filter() {
