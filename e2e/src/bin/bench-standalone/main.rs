@@ -43,7 +43,7 @@ use cfssl_issuer::pki::keys::KeySpec;
 use e2e::harness::objects::{self, Kind};
 use e2e::harness::{Cluster, KEY_HEX, Manager, ManagerOptions, cpu, env_or, load, manager_binary};
 use phase::Bench;
-use report::{Figures, Idle};
+use report::{Figures, Idle, Restarted};
 
 const LABEL: &str = "intermediate1";
 const PROFILE: &str = "server";
@@ -127,10 +127,11 @@ async fn bench() -> anyhow::Result<()> {
     let options = ManagerOptions::new(&cluster.kubeconfig, SYSTEM)
         .arg("--certificate-controllers")
         .arg(format!("--concurrency={}", s.concurrency));
-    let (mut manager, rss) = managers(&cluster, &s, options).await?;
+    let (mut manager, rss) = managers(&cluster, &s, options.clone()).await?;
     let mut figures = phases(&cluster, &ca, &manager, &s).await?;
     figures.rss = [rss[0], rss[1], figures.rss[2], figures.rss[3]];
     manager.terminate(Duration::from_secs(10)).await?;
+    figures.restarted = Some(restarted(&cluster, options, figures.idle.ready).await?);
     if s.floor {
         eprintln!("phase 8: the floor, phase 1's API traffic from a bare client");
         let server = cluster.server().expect("in-process cluster");
@@ -272,6 +273,7 @@ async fn phases(
         rss: [0, 0, idle.rss_kib, manager.peak_rss_kib().unwrap_or(0)],
         budget: None,
         floor: None,
+        restarted: None,
     })
 }
 
@@ -315,6 +317,20 @@ async fn idle(bench: &Bench<'_>, window: Duration, ready: usize) -> anyhow::Resu
         writes,
         cpu,
     })
+}
+
+/// A manager started on the Ready Certificates the first one left: its settled RSS (what a
+/// restart or an upgrade needs, without the history of a mass issuance) and its writes until
+/// then (none: a restart re-issues nothing).
+async fn restarted(cluster: &Cluster, options: ManagerOptions, ready: usize) -> anyhow::Result<Restarted> {
+    eprintln!("phase 6b: a new manager on the {ready} Ready Certificates");
+    let server = cluster.server().expect("in-process cluster");
+    server.reset_counts();
+    let mut manager = Manager::start(options).await?;
+    let rss_kib = load::settled_rss_kib(&manager, Duration::from_secs(10)).await?;
+    let writes = phase::writes(&server.counts());
+    manager.terminate(Duration::from_secs(10)).await?;
+    Ok(Restarted { rss_kib, writes })
 }
 
 fn build_profile() -> &'static str {

@@ -30,6 +30,13 @@ pub struct Idle {
     pub cpu: Duration,
 }
 
+/// A manager started after the first one stopped, on every Certificate Ready.
+#[derive(Debug, Clone, Copy)]
+pub struct Restarted {
+    pub rss_kib: u64,
+    pub writes: u64,
+}
+
 /// Everything one run measured.
 pub struct Figures {
     /// Issue ECDSA, renew ECDSA, issue ECDSA at scale, issue RSA, then any fill.
@@ -43,6 +50,7 @@ pub struct Figures {
     pub budget: Option<BudgetFigures>,
     /// Phase 1's API traffic from a bare client.
     pub floor: Option<Floor>,
+    pub restarted: Option<Restarted>,
 }
 
 pub fn mib(kib: u64) -> f64 {
@@ -157,6 +165,24 @@ fn targets(f: &Figures) {
         format!("<= {TARGET_READY_MIB:.0}"),
         ready_mib <= TARGET_READY_MIB,
     );
+    if let Some(r) = f.restarted {
+        let mib = mib(r.rss_kib);
+        row(
+            &format!(
+                "restarted manager RSS with {} Ready Certificates, MiB",
+                idle.ready
+            ),
+            format!("{mib:.1}"),
+            format!("<= {TARGET_READY_MIB:.0}"),
+            mib <= TARGET_READY_MIB,
+        );
+        row(
+            "restarted manager: API writes until settled",
+            r.writes.to_string(),
+            "= 0".into(),
+            r.writes == 0,
+        );
+    }
     let per_minute = idle.writes as f64 * 60.0 / idle.seconds;
     row(
         "idle: API writes per minute",
