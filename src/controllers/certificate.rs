@@ -18,6 +18,7 @@ pub mod issuing;
 pub mod keymanager;
 pub mod observe;
 pub mod readiness;
+mod recent;
 pub mod requestmanager;
 pub mod revisionmanager;
 pub mod status;
@@ -53,8 +54,11 @@ pub struct CertificateContext {
     pub settings: Settings,
     pub certificates: Store<Certificate>,
     pub requests: Store<CertificateRequest>,
-    /// Secrets labelled `controller.cert-manager.io/fao=true`, whole (data and managedFields).
+    /// Secrets labelled `controller.cert-manager.io/fao=true`: next-key Secrets whole, issued
+    /// ones as summaries (`recent::summary_of`).
     pub secrets: Store<Secret>,
+    /// The whole copies of the issued Secrets most recently seen.
+    pub recent: recent::Recent,
     /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
     pub secret_names: SecretIndex,
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
@@ -191,6 +195,7 @@ impl CertificateContext {
             requests,
             secrets,
             secret_names: SecretIndex::default(),
+            recent: recent::Recent::default(),
             indexes,
             volume_notes: approver::volume::Said::default(),
             backoff: backoff::per_object(),

@@ -8,8 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
-use super::{CertificateContext, Error};
-use crate::api::certmanager::{Certificate, CertificateRequest};
+use super::{CertificateContext, Error, recent};
+use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY};
 use crate::certificates::keys::{annotation, label};
 use crate::certificates::next_key::next_key_name;
 use crate::certificates::policy::checks::Input;
@@ -162,7 +162,8 @@ pub fn next_key(
 /// live (a Secret the user made, not labelled yet) unless the metadata watch says it does not
 /// exist; `None` when it does not. A cached copy the metadata watch has seen change or go since
 /// is read live too: that watch may be ahead of the cache, and its delete may be the only news
-/// of one (a missed delete left a deleted Secret unreissued until renewal).
+/// of one (a missed delete left a deleted Secret unreissued until renewal). An issued Secret the
+/// store keeps as a summary comes whole from `ctx.recent`, else live (and is remembered).
 pub async fn secret_named(
     ctx: &CertificateContext,
     crt: &Certificate,
@@ -171,15 +172,31 @@ pub async fn secret_named(
     let namespace = crt.namespace().unwrap_or_default();
     if let Some(secret) = ctx.secrets.get(&ObjectRef::new(name).within(&namespace)) {
         let cached = secret.metadata.resource_version.as_deref();
-        if !ctx.secret_names.differs(&namespace, name, cached) {
+        if ctx.secret_names.differs(&namespace, name, cached) {
+            return Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new));
+        }
+        if !recent::is_summary(&secret) {
             return Ok(Some(secret));
         }
-        return Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new));
+        let pin = !settled(crt);
+        if let Some(whole) = ctx.recent.get(&namespace, name, cached, pin) {
+            return Ok(Some(whole));
+        }
+        let live = live_secret(ctx, &namespace, name).await?.map(Arc::new);
+        if let Some(whole) = &live {
+            ctx.recent.remember(whole.clone(), pin);
+        }
+        return Ok(live);
     }
     if ctx.secret_names.surely_absent(&namespace, name) {
         return Ok(None);
     }
     Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new))
+}
+
+/// Whether `crt` is Ready and not issuing: its Secret is not about to be read again and again.
+pub fn settled(crt: &Certificate) -> bool {
+    crt.has_true(READY) && !crt.has_true(ISSUING)
 }
 
 /// One live GET of a Secret; `None` on 404.
@@ -282,6 +299,9 @@ pub fn current_request(
 pub fn describe(crt: &Certificate) -> String {
     crate::controllers::kit::plan::describe(crt)
 }
+
+#[cfg(test)]
+mod secret_tests;
 
 #[cfg(test)]
 mod in_flight_tests {

@@ -85,6 +85,13 @@ pub fn unplaceable_renewal() -> crate::api::certmanager::Renewal {
 /// A Certificate controllers' context whose API is scripted request by request (tower-test),
 /// at a fixed clock.
 pub fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
+    scripted_with_secrets(Vec::new())
+}
+
+/// [`scripted`], with `secrets` in the Secret store.
+pub fn scripted_with_secrets(
+    secrets: Vec<k8s_openapi::api::core::v1::Secret>,
+) -> (Arc<CertificateContext>, ApiHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let now = "2026-11-27T12:00:00Z".parse().unwrap();
     let shared = Arc::new(Shared {
@@ -104,10 +111,14 @@ pub fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
         copied_annotation_prefixes: Vec::new(),
         renewal_jitter: crate::certificates::renewal::Jitter::default(),
     };
+    let (secret_store, mut writer) = kube::runtime::reflector::store();
+    for secret in secrets {
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(secret));
+    }
     let stores = (
         kube::runtime::reflector::store().0,
         kube::runtime::reflector::store().0,
-        kube::runtime::reflector::store().0,
+        secret_store,
     );
     (
         Arc::new(CertificateContext::new(shared, settings, stores)),

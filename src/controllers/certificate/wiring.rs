@@ -17,7 +17,8 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use super::observe::is_ours;
+use super::observe::{is_ours, settled};
+use super::recent::Recent;
 use super::{
     CertificateContext, Error, Settings, approver, issuing, keymanager, readiness, requestmanager,
     revisionmanager, trigger,
@@ -40,6 +41,8 @@ pub struct StandaloneWatches {
     pub certificates: Watched<Certificate>,
     pub secrets: Watched<Secret>,
     pub indexes: Indexes,
+    /// The whole copies of the issued Secrets the store keeps as summaries.
+    pub recent: Recent,
 }
 
 /// How the Certificate controllers find related objects without scanning a store.
@@ -108,6 +111,10 @@ const LIFECYCLE: [(Reconcile, ErrorPolicy); STEPS as usize] = [
 /// and does not keep the others from deciding; the Certificate comes back at the soonest time
 /// any of them asked for.
 async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Result<Action, Infallible> {
+    if settled(&crt) {
+        let namespace = crt.namespace().unwrap_or_default();
+        ctx.recent.unpin(&namespace, &crt.spec.secret_name);
+    }
     let mut soonest = Requeue::AWAIT_CHANGE;
     for (reconcile, error_policy) in LIFECYCLE {
         let next = match reconcile(crt.clone(), ctx.clone()).await {
@@ -133,6 +140,7 @@ pub fn controllers(
             requests: wiring.request_owners.clone(),
             ..Indexes::default()
         },
+        recent: Recent::default(),
     };
     let stores = (
         watches.certificates.store.clone(),
@@ -148,6 +156,7 @@ pub fn controllers(
     let mut ctx = CertificateContext::new(shared, settings, stores);
     ctx.secret_names = wiring.secrets.index();
     ctx.indexes = watches.indexes.clone();
+    ctx.recent = watches.recent.clone();
     let ctx = Arc::new(ctx);
     let meta = wiring.secrets.subscribe();
     let mut out = vec![certificate_controller(wiring, &watches, meta, ctx.clone())];
@@ -275,7 +284,7 @@ pub fn named_secrets(crt: &Certificate) -> Vec<String> {
 /// Runs the two watches until the process ends.
 fn watch(client: &kube::Client, scope: &Scope, watches: StandaloneWatches) -> BoxFuture<'static, ()> {
     let fao = watch_config().labels(&format!("{}=true", label::PART_OF_CERT_MANAGER));
-    let indexes = watches.indexes;
+    let (indexes, recent) = (watches.indexes, watches.recent);
     future::join(
         reflect_with(
             scope.apis::<Certificate>(client),
@@ -287,7 +296,9 @@ fn watch(client: &kube::Client, scope: &Scope, watches: StandaloneWatches) -> Bo
             scope.apis::<Secret>(client),
             fao,
             watches.secrets.into_writer(),
-            indexes.key_secrets.following(cacheable_only),
+            indexes
+                .key_secrets
+                .following(move |event| cacheable_only(event).map(|e| recent.summarise(e))),
         ),
     )
     .map(drop)
@@ -312,7 +323,8 @@ const MAX_SECRET_METADATA: usize = 64 * 1024;
 
 /// Keeps in the store only labelled Secrets of our issuers' Certificates (issued for our group,
 /// or next-key Secrets) of a bounded size: anyone may label a Secret. One the store does not
-/// hold is read live when a Certificate names it (`observe::secret_named`).
+/// hold is read live when a Certificate names it (`observe::secret_named`). The issued ones
+/// then go into the store as summaries, whole into [`Recent`].
 fn cacheable_only(event: watcher::Event<Secret>) -> Option<watcher::Event<Secret>> {
     let event = match event {
         watcher::Event::Apply(secret) if !cacheable(&secret) => watcher::Event::Delete(secret),

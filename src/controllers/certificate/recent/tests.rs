@@ -1,0 +1,168 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use super::*;
+
+/// An issued Secret (or a next-key one) at `version`, with `data` bytes of data.
+fn secret(name: &str, version: &str, next_key: bool, data: usize) -> Secret {
+    let mut labels = BTreeMap::from([("controller.cert-manager.io/fao".to_string(), "true".to_string())]);
+    if next_key {
+        labels.insert(label::NEXT_PRIVATE_KEY.to_string(), "true".to_string());
+    }
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some("ns".to_string()),
+            uid: Some(format!("uid-{name}")),
+            resource_version: Some(version.to_string()),
+            labels: Some(labels),
+            annotations: Some(BTreeMap::from([(
+                "cert-manager.io/issuer-name".to_string(),
+                "ca".to_string(),
+            )])),
+            owner_references: Some(vec![OwnerReference {
+                name: "crt".to_string(),
+                uid: "crt-uid".to_string(),
+                kind: "Certificate".to_string(),
+                ..OwnerReference::default()
+            }]),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(
+            "tls.crt".to_string(),
+            ByteString(vec![b'x'; data]),
+        )])),
+        type_: Some("kubernetes.io/tls".to_string()),
+        ..Secret::default()
+    }
+}
+
+fn applied(event: watcher::Event<Secret>) -> Secret {
+    match event {
+        watcher::Event::Apply(s) | watcher::Event::InitApply(s) => s,
+        other => panic!("not an apply: {other:?}"),
+    }
+}
+
+/// An issued Secret goes into the store as its name, namespace, UID, version and owners, and
+/// stays here whole; a next-key Secret goes into the store whole and not here.
+#[test]
+fn issued_secrets_are_summarised_and_next_key_ones_kept_whole() {
+    let recent = Recent::default();
+    let whole = secret("tls", "7", false, 10);
+    let stored = applied(recent.summarise(watcher::Event::Apply(whole.clone())));
+    let want = Secret {
+        metadata: ObjectMeta {
+            name: Some("tls".to_string()),
+            namespace: Some("ns".to_string()),
+            uid: Some("uid-tls".to_string()),
+            resource_version: Some("7".to_string()),
+            owner_references: whole.metadata.owner_references.clone(),
+            ..ObjectMeta::default()
+        },
+        ..Secret::default()
+    };
+    assert_eq!(stored, want);
+    assert!(is_summary(&stored));
+    assert_eq!(recent.get("ns", "tls", Some("7"), false).as_deref(), Some(&whole));
+
+    let key = secret("key", "3", true, 10);
+    let stored = applied(recent.summarise(watcher::Event::InitApply(key.clone())));
+    assert_eq!(stored, key);
+    assert!(!is_summary(&stored));
+    assert_eq!(recent.get("ns", "key", Some("3"), false), None);
+}
+
+/// A whole copy answers for its own version only, and a delete forgets it.
+#[test]
+fn answers_for_its_version_until_deleted() {
+    let recent = Recent::default();
+    let _ = recent.summarise(watcher::Event::Apply(secret("tls", "7", false, 10)));
+    let rows: [(&str, &str, Option<&str>, bool); 5] = [
+        ("ns", "tls", Some("7"), true),
+        ("ns", "tls", Some("8"), false),
+        ("ns", "tls", None, false),
+        ("other", "tls", Some("7"), false),
+        ("ns", "other", Some("7"), false),
+    ];
+    for (namespace, name, version, found) in rows {
+        let got = recent.get(namespace, name, version, false).is_some();
+        assert_eq!(got, found, "{namespace}/{name} at {version:?}");
+    }
+    let _ = recent.summarise(watcher::Event::Apply(secret("tls", "8", false, 10)));
+    assert!(recent.get("ns", "tls", Some("7"), false).is_none(), "replaced");
+    assert!(recent.get("ns", "tls", Some("8"), false).is_some());
+    let _ = recent.summarise(watcher::Event::Delete(secret("tls", "8", false, 10)));
+    assert!(recent.get("ns", "tls", Some("8"), false).is_none(), "deleted");
+}
+
+/// Two generations: a full one becomes the older, and the older before it goes; so the last
+/// `GENERATION` seen are always here, and never more than twice that.
+#[test]
+fn keeps_two_generations_by_count() {
+    let recent = Recent::default();
+    let total = 2 * GENERATION + 1;
+    for i in 0..total {
+        let _ = recent.summarise(watcher::Event::Apply(secret(&format!("s{i}"), "1", false, 10)));
+    }
+    let here: Vec<bool> = (0..total)
+        .map(|i| recent.get("ns", &format!("s{i}"), Some("1"), false).is_some())
+        .collect();
+    // The first generation went when the third began.
+    assert_eq!(here.iter().filter(|h| **h).count(), GENERATION + 1);
+    assert!(here[..GENERATION].iter().all(|h| !h));
+    assert!(here[GENERATION..].iter().all(|h| *h));
+}
+
+/// Large Secrets turn the generations over by their bytes before their count.
+#[test]
+fn keeps_two_generations_by_bytes() {
+    let recent = Recent::default();
+    let size = GENERATION_BYTES / 4;
+    for i in 0..9 {
+        recent.remember(Arc::new(secret(&format!("s{i}"), "1", false, size)), false);
+    }
+    let here: Vec<usize> = (0..9)
+        .filter(|i| recent.get("ns", &format!("s{i}"), Some("1"), false).is_some())
+        .collect();
+    // Generations of three (a fourth would pass the bound): s6..s8 now, s3..s5 before.
+    assert_eq!(here, vec![3, 4, 5, 6, 7, 8]);
+}
+
+/// A copy read for a Certificate in flight stays through any number of others, the watch's
+/// newer version of it replaces it pinned, and once unpinned it ages like the rest.
+#[test]
+fn pinned_copies_stay_until_unpinned() {
+    let recent = Recent::default();
+    let _ = recent.summarise(watcher::Event::Apply(secret("tls", "7", false, 10)));
+    assert!(recent.get("ns", "tls", Some("7"), true).is_some());
+    let flood = |from: usize| {
+        for i in from..from + 2 * GENERATION + 1 {
+            let _ = recent.summarise(watcher::Event::Apply(secret(&format!("s{i}"), "1", false, 10)));
+        }
+    };
+    flood(0);
+    assert!(
+        recent.get("ns", "tls", Some("7"), false).is_some(),
+        "pinned through the flood"
+    );
+    let _ = recent.summarise(watcher::Event::Apply(secret("tls", "8", false, 10)));
+    flood(1000);
+    assert!(
+        recent.get("ns", "tls", Some("8"), false).is_some(),
+        "the newer version, pinned too"
+    );
+    recent.unpin("ns", "tls");
+    assert!(
+        recent.get("ns", "tls", Some("8"), false).is_some(),
+        "unpinned, still here"
+    );
+    flood(2000);
+    assert!(recent.get("ns", "tls", Some("8"), false).is_none(), "aged out");
+    // A live read for a Certificate in flight pins what it remembers.
+    recent.remember(Arc::new(secret("live", "1", false, 10)), true);
+    flood(3000);
+    assert!(recent.get("ns", "live", Some("1"), false).is_some());
+}
