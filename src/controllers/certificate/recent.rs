@@ -23,8 +23,10 @@ use crate::certificates::keys::label;
 /// every Secret) at twice it.
 const GENERATION: usize = 256;
 const GENERATION_BYTES: usize = 4 * 1024 * 1024;
-/// How many copies stay pinned for Certificates in flight; past it, pins age like the rest.
+/// How many copies, and bytes of data, stay pinned for Certificates in flight; past either,
+/// pins age like the rest (a deleted Certificate's pin stays until its Secret changes).
 const PINNED: usize = 4096;
+const PINNED_BYTES: usize = 64 * 1024 * 1024;
 
 type Key = (String, String);
 
@@ -39,6 +41,7 @@ pub struct Recent(Arc<Mutex<Copies>>);
 #[derive(Default)]
 struct Copies {
     pinned: HashMap<Key, Arc<Secret>>,
+    pinned_bytes: usize,
     current: HashMap<Key, Arc<Secret>>,
     current_bytes: usize,
     previous: HashMap<Key, Arc<Secret>>,
@@ -58,9 +61,23 @@ impl Copies {
 
     fn take(&mut self, key: &Key) -> Option<Arc<Secret>> {
         let pinned = self.pinned.remove(key);
+        if let Some(secret) = &pinned {
+            self.pinned_bytes -= data_bytes(secret);
+        }
         let current = self.current.remove(key);
         let previous = self.previous.remove(key);
         pinned.or(current).or(previous)
+    }
+
+    /// Pins `secret` if there is room, else lets it age.
+    fn pin(&mut self, key: Key, secret: Arc<Secret>) {
+        let bytes = data_bytes(&secret);
+        if self.pinned.len() < PINNED && self.pinned_bytes + bytes <= PINNED_BYTES {
+            self.pinned_bytes += bytes;
+            self.pinned.insert(key, secret);
+        } else {
+            self.age(key, secret);
+        }
     }
 }
 
@@ -77,8 +94,8 @@ impl Recent {
         let mut copies = self.lock();
         let pinned = copies.pinned.contains_key(&key);
         copies.take(&key);
-        if (pin || pinned) && copies.pinned.len() < PINNED {
-            copies.pinned.insert(key, secret);
+        if pin || pinned {
+            copies.pin(key, secret);
         } else {
             copies.age(key, secret);
         }
@@ -94,9 +111,9 @@ impl Recent {
             .find_map(|m| m.get(&key))
             .filter(|s| version.is_some() && s.metadata.resource_version.as_deref() == version)
             .cloned()?;
-        if pin && !copies.pinned.contains_key(&key) && copies.pinned.len() < PINNED {
+        if pin && !copies.pinned.contains_key(&key) {
             copies.take(&key);
-            copies.pinned.insert(key, found.clone());
+            copies.pin(key, found.clone());
         }
         Some(found)
     }
@@ -105,7 +122,9 @@ impl Recent {
     pub fn unpin(&self, namespace: &str, name: &str) {
         let key = (namespace.to_string(), name.to_string());
         let mut copies = self.lock();
-        if let Some(secret) = copies.pinned.remove(&key) {
+        if copies.pinned.contains_key(&key)
+            && let Some(secret) = copies.take(&key)
+        {
             copies.age(key, secret);
         }
     }

@@ -22,10 +22,12 @@ fn certificate(settled: bool) -> Certificate {
     let mut crt = fixtures::certificate("web", fixtures::spec());
     crt.metadata.namespace = Some("apps".into());
     crt.spec.secret_name = "web-tls".into();
-    match settled {
-        true => with_condition(crt, READY, "True", "Ready", "2026-02-01T00:00:00Z"),
-        false => with_condition(crt, ISSUING, "True", "Renewing", "2026-02-01T00:00:00Z"),
-    }
+    let (type_, reason) = if settled {
+        (READY, "Ready")
+    } else {
+        (ISSUING, "Renewing")
+    };
+    with_condition(crt, type_, "True", reason, "2026-02-01T00:00:00Z")
 }
 
 /// The issued Secret at `version`, whole.

@@ -139,7 +139,7 @@ fn pinned_copies_stay_until_unpinned() {
     let _ = recent.summarise(watcher::Event::Apply(secret("tls", "7", false, 10)));
     assert!(recent.get("ns", "tls", Some("7"), true).is_some());
     let flood = |from: usize| {
-        for i in from..from + 2 * GENERATION + 1 {
+        for i in from..=from + 2 * GENERATION {
             let _ = recent.summarise(watcher::Event::Apply(secret(&format!("s{i}"), "1", false, 10)));
         }
     };
@@ -165,4 +165,23 @@ fn pinned_copies_stay_until_unpinned() {
     recent.remember(Arc::new(secret("live", "1", false, 10)), true);
     flood(3000);
     assert!(recent.get("ns", "live", Some("1"), false).is_some());
+}
+
+/// Pins stop at their byte bound: past it, a copy read for a Certificate in flight ages.
+#[test]
+fn pins_stop_at_their_bytes() {
+    let recent = Recent::default();
+    let size = PINNED_BYTES / 2;
+    for i in 0..2 {
+        recent.remember(Arc::new(secret(&format!("big{i}"), "1", false, size)), true);
+    }
+    // Each holds half the bound and its data key's name: the second would pass it.
+    let pinned: Vec<String> = recent.lock().pinned.keys().map(|k| k.1.clone()).collect();
+    assert_eq!(pinned, vec!["big0".to_string()]);
+    assert!(
+        recent.get("ns", "big1", Some("1"), false).is_some(),
+        "aging instead"
+    );
+    recent.unpin("ns", "big0");
+    assert_eq!(recent.lock().pinned_bytes, 0);
 }
