@@ -178,11 +178,12 @@ fn rows() -> Vec<Row> {
                 on: Shown::Issuer,
                 ready: Some(("False", "InvalidCredentials")),
                 // The refused sign asks for a re-check of the issuer; until its NotReady lands
-                // the request's own backoff (1 s, 2 s) may try again, each refused: no
-                // certificate is minted.
+                // the request's own backoff (1 s, 2 s, 4 s) may try again, each refused: no
+                // certificate is minted. On a loaded machine (a fresh clone's `.ci/run`, Go
+                // builds beside the debug suite) the re-check took over 3 s once: a fourth.
                 message: "refused: invalid token (HTTP 400",
                 failed_for_good: false,
-                signs: Signs::Between(1, 3),
+                signs: Signs::Between(1, 4),
                 stored: false,
             },
         },

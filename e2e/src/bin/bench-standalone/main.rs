@@ -11,7 +11,8 @@
 //! 5. N RSA-2048 Certificates, beside this machine's own RSA-2048 key generation rate on all
 //!    its cores, measured just before;
 //! 6. Certificates added until `BENCH_READY` are Ready, then the manager idle for
-//!    `BENCH_IDLE_SECS`: its RSS, writes and CPU;
+//!    `BENCH_IDLE_SECS`: its RSS, writes and CPU; then, that manager stopped, a new one started
+//!    on the same Certificates: its settled RSS, and its writes until then (none);
 //! 7. the issuance budget: a burst against a manager of its own started with a small
 //!    `--issuance-budget`, measured at the CA;
 //! 8. the floor: phase 1's API traffic replayed by a bare client of the manager's stack, with
