@@ -29,6 +29,15 @@ pub fn next_key_name(crt: &Certificate) -> String {
     }
 }
 
+/// Whether `secret` carries cert-manager's next-private-key label (`true`): what makes it a
+/// key Secret, once its owner and name say it is one of the Certificate's.
+pub fn labelled(secret: &Secret) -> bool {
+    secret
+        .labels()
+        .get(crate::certificates::keys::label::NEXT_PRIVATE_KEY)
+        .is_some_and(|v| v == "true")
+}
+
 /// Why no next key can be made for `crt`: its spec asks for an RSA size the crypto provider
 /// cannot generate ([`KeySpec::can_generate`]) and no key fitting the spec is reused from the
 /// target Secret (`rotationPolicy: Never`). `None` when a key can be had (or the key spec is

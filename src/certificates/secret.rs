@@ -166,6 +166,16 @@ pub(crate) fn data_of<'s>(secret: &'s Secret, key: &str) -> &'s [u8] {
         .map_or(&[], |v| v.0.as_slice())
 }
 
+/// How many bytes the Secret's data holds, its keys' names included.
+pub(crate) fn data_bytes(secret: &Secret) -> usize {
+    secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(key, value)| key.len() + value.0.len())
+        .sum()
+}
+
 fn bytes(value: &[u8]) -> ByteString {
     ByteString(value.to_vec())
 }

@@ -10,7 +10,7 @@ use kube::{Api, ResourceExt};
 
 use super::{CertificateContext, Error, recent};
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY};
-use crate::certificates::keys::{annotation, label};
+use crate::certificates::keys::annotation;
 use crate::certificates::next_key::next_key_name;
 use crate::certificates::policy::checks::Input;
 use crate::controllers::kit::index::Index;
@@ -105,12 +105,8 @@ pub fn for_revision(requests: &[Arc<CertificateRequest>], revision: i64) -> Opti
 /// which with owner references on is controlled by the Certificate too, and the key manager
 /// deletes the key Secrets it does not keep.
 pub fn is_next_key_of(secret: &Secret, crt: &Certificate) -> bool {
-    let labelled = secret
-        .labels()
-        .get(label::NEXT_PRIVATE_KEY)
-        .is_some_and(|v| v == "true");
     let target = secret.metadata.name.as_deref() == Some(crt.spec.secret_name.as_str());
-    labelled && !target && controlled_by(&secret.metadata, crt)
+    crate::certificates::next_key::labelled(secret) && !target && controlled_by(&secret.metadata, crt)
 }
 
 /// `crt`'s next-private-key Secrets, from the cache.

@@ -16,7 +16,8 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher;
 
-use crate::certificates::keys::label;
+use crate::certificates::next_key;
+use crate::certificates::secret::data_bytes;
 
 /// How many whole copies a generation holds, and how many bytes of data: past either, the
 /// older generation goes. The byte bound caps the worst case (keystores and RSA-8192 keys in
@@ -129,6 +130,13 @@ impl Recent {
         }
     }
 
+    /// Whether the copy of `namespace/name` is pinned.
+    #[cfg(test)]
+    pub fn is_pinned(&self, namespace: &str, name: &str) -> bool {
+        let key = (namespace.to_string(), name.to_string());
+        self.lock().pinned.contains_key(&key)
+    }
+
     fn forget(&self, meta: &ObjectMeta) {
         if let Some(key) = key_of(meta) {
             self.lock().take(&key);
@@ -142,7 +150,7 @@ impl Recent {
     /// a reconcile came late.
     pub fn summarise(&self, event: watcher::Event<Secret>) -> watcher::Event<Secret> {
         let keep = |secret: Secret| {
-            if is_next_key(&secret) {
+            if next_key::labelled(&secret) {
                 return secret;
             }
             let summary = summary_of(&secret);
@@ -183,26 +191,8 @@ pub fn is_summary(secret: &Secret) -> bool {
     secret.data.is_none()
 }
 
-fn is_next_key(secret: &Secret) -> bool {
-    secret
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(label::NEXT_PRIVATE_KEY))
-        .is_some_and(|v| v == "true")
-}
-
 fn key_of(meta: &ObjectMeta) -> Option<Key> {
     Some((meta.namespace.clone()?, meta.name.clone()?))
-}
-
-fn data_bytes(secret: &Secret) -> usize {
-    secret
-        .data
-        .iter()
-        .flatten()
-        .map(|(k, v)| k.len() + v.0.len())
-        .sum()
 }
 
 #[cfg(test)]

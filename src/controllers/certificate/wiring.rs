@@ -25,7 +25,8 @@ use super::{
 };
 use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::certificates::keys::label;
-use crate::certificates::secret::{CERT_MANAGER_SECRET_MANAGERS, compact_fields_v1};
+use crate::certificates::next_key;
+use crate::certificates::secret::{CERT_MANAGER_SECRET_MANAGERS, compact_fields_v1, data_bytes};
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::plan::Requeue;
@@ -360,17 +361,9 @@ fn cacheable(secret: &Secret) -> bool {
         .annotations()
         .get(crate::certificates::keys::annotation::ISSUER_GROUP)
         .is_some_and(|group| group == crate::api::GROUP);
-    let next_key = secret
-        .labels()
-        .get(label::NEXT_PRIVATE_KEY)
-        .is_some_and(|v| v == "true");
-    let data: usize = secret
-        .data
-        .iter()
-        .flatten()
-        .map(|(key, value)| key.len() + value.0.len())
-        .sum();
-    (ours || next_key) && data <= MAX_SECRET_DATA && json_len(&secret.metadata) <= MAX_SECRET_METADATA
+    (ours || next_key::labelled(secret))
+        && data_bytes(secret) <= MAX_SECRET_DATA
+        && json_len(&secret.metadata) <= MAX_SECRET_METADATA
 }
 
 #[cfg(test)]

@@ -42,7 +42,8 @@ fn whole(version: &str) -> Secret {
 }
 
 /// Per row: what the store holds, the version `recent` holds whole, whether the Certificate is
-/// in flight; whether one GET is made. Each row then asks again: never a second GET.
+/// in flight; whether one GET is made. Each row then asks again: never a second GET. A copy
+/// read for a Certificate in flight is pinned; one read for a settled one is not.
 #[tokio::test]
 async fn summaries_come_whole_from_recent_or_are_read_live_once() {
     type Row = (&'static str, Secret, Option<&'static str>, bool, bool);
@@ -77,6 +78,12 @@ async fn summaries_come_whole_from_recent_or_are_read_live_once() {
         ),
         ("kept whole (a next-key Secret)", whole("7"), None, false, false),
     ];
+    let stored_is_summary = |ctx: &Arc<crate::controllers::certificate::CertificateContext>| {
+        let cached = ctx.secrets.state();
+        cached
+            .iter()
+            .all(|s| crate::controllers::certificate::recent::is_summary(s))
+    };
     for (row, stored, here, in_flight, reads) in rows {
         let (ctx, mut handle) = scripted_with_secrets(vec![stored]);
         if let Some(version) = here {
@@ -94,11 +101,62 @@ async fn summaries_come_whole_from_recent_or_are_read_live_once() {
         }
         let got = tokio::time::timeout(STEP, run).await.unwrap().unwrap();
         assert_eq!(got.as_deref(), Some(&whole("7")), "{row}");
+        let summarised = stored_is_summary(&ctx);
+        assert_eq!(
+            ctx.recent.is_pinned("apps", "web-tls"),
+            in_flight && summarised,
+            "{row}"
+        );
         // Asked again: from the store or from `recent`, with no request (one would hang).
         let again = tokio::time::timeout(STEP, ask(ctx.clone(), crt)).await;
         let again = again
             .unwrap_or_else(|_| panic!("{row}: read live again"))
             .unwrap();
         assert_eq!(again.as_deref(), Some(&whole("7")), "{row}");
+    }
+}
+
+/// Settled: Ready and not Issuing.
+#[test]
+fn settled_is_ready_and_not_issuing() {
+    let at = "2026-02-01T00:00:00Z";
+    let bare = || {
+        let mut crt = fixtures::certificate("web", fixtures::spec());
+        crt.metadata.namespace = Some("apps".into());
+        crt
+    };
+    let rows: [(&str, Certificate, bool); 5] = [
+        ("no conditions", bare(), false),
+        ("Ready", with_condition(bare(), READY, "True", "Ready", at), true),
+        (
+            "not Ready",
+            with_condition(bare(), READY, "False", "Expired", at),
+            false,
+        ),
+        (
+            "Ready and Issuing",
+            with_condition(
+                with_condition(bare(), READY, "True", "Ready", at),
+                ISSUING,
+                "True",
+                "Renewing",
+                at,
+            ),
+            false,
+        ),
+        (
+            "Ready, Issuing False",
+            with_condition(
+                with_condition(bare(), READY, "True", "Ready", at),
+                ISSUING,
+                "False",
+                "Issued",
+                at,
+            ),
+            true,
+        ),
+    ];
+    for (row, crt, want) in rows {
+        assert_eq!(super::settled(&crt), want, "{row}");
     }
 }

@@ -4,6 +4,7 @@ use k8s_openapi::ByteString;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 use super::*;
+use crate::certificates::keys::label;
 
 /// An issued Secret (or a next-key one) at `version`, with `data` bytes of data.
 fn secret(name: &str, version: &str, next_key: bool, data: usize) -> Secret {
