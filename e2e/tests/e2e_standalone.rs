@@ -47,6 +47,16 @@ async fn a_certificate_becomes_a_ready_secret() -> anyhow::Result<()> {
     let status = crt.status.expect("status");
     assert_eq!(status.revision, Some(1));
     assert!(status.not_after.is_some() && status.renewal_time.is_some());
+    // The request's Events: its approval and its issuance, and nothing about it once finished
+    // (the cache keeps it as a summary, which no controller may mistake for a new request).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let reasons: Vec<String> = env
+        .events_regarding("CertificateRequest", "web-1")
+        .await?
+        .into_iter()
+        .map(|(reason, _)| reason)
+        .collect();
+    assert_eq!(reasons, ["cfssl-issuer.wikimedia.org", "Issued"]);
     env.assert_api_hygiene();
     Ok(())
 }

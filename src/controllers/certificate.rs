@@ -18,10 +18,10 @@ pub mod issuing;
 pub mod keymanager;
 pub mod observe;
 pub mod readiness;
-mod recent;
 pub mod requestmanager;
 pub mod revisionmanager;
 pub mod status;
+mod summary;
 pub mod trigger;
 mod wiring;
 
@@ -41,6 +41,7 @@ use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
 use super::kit::plan::{self, FullPlan, Next, Requeue, Target, Write};
+use super::kit::recent::Recent;
 use super::kit::secrets::SecretIndex;
 use super::kit::status::FieldManager;
 use crate::api::certmanager::{Certificate, CertificateRequest};
@@ -53,12 +54,15 @@ pub struct CertificateContext {
     pub shared: Arc<Shared>,
     pub settings: Settings,
     pub certificates: Store<Certificate>,
+    /// Our requests: finished ones as summaries (`CertificateRequest::summary`).
     pub requests: Store<CertificateRequest>,
+    /// The whole copies of the finished requests most recently seen.
+    pub request_copies: Recent<CertificateRequest>,
     /// Secrets labelled `controller.cert-manager.io/fao=true`: next-key Secrets whole, issued
-    /// ones as summaries (`recent::summary_of`).
+    /// ones as summaries (`summary::secret_summary`).
     pub secrets: Store<Secret>,
     /// The whole copies of the issued Secrets most recently seen.
-    pub recent: recent::Recent,
+    pub recent: Recent<Secret>,
     /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
     pub secret_names: SecretIndex,
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
@@ -195,7 +199,8 @@ impl CertificateContext {
             requests,
             secrets,
             secret_names: SecretIndex::default(),
-            recent: recent::Recent::default(),
+            recent: Recent::default(),
+            request_copies: Recent::default(),
             indexes,
             volume_notes: approver::volume::Said::default(),
             backoff: backoff::per_object(),

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
@@ -148,9 +148,11 @@ impl CertificateRequestStatus {
     }
 }
 
-/// Set by the request watch on a signed request it caches without its chain (and removed from
-/// every other request it caches): the chain's SHA-256, hex. It lives only in this process's
-/// cache: the controllers apply a request's status alone, so it is never written back.
+/// Set on every request summary the request watch caches ([`CertificateRequest::summary`], and
+/// removed from every other request it caches): the chain's SHA-256, hex, or empty when the
+/// request holds no chain. Its presence is what marks a summary. It lives only in this
+/// process's cache: the controllers apply a request's status alone, so it is never written
+/// back.
 pub const CACHED_CHAIN_SHA256: &str = "cfssl-issuer.wikimedia.org/cached-chain-sha256";
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -168,7 +170,7 @@ impl CertificateRequest {
             .as_ref()
             .and_then(|a| a.get(CACHED_CHAIN_SHA256))
         {
-            return *digest == sha256_hex(chain);
+            return !digest.is_empty() && *digest == sha256_hex(chain);
         }
         self.status
             .as_ref()
@@ -176,18 +178,46 @@ impl CertificateRequest {
             .is_some_and(|c| c.0 == chain)
     }
 
-    /// Drops the chain and CA, keeping the chain's digest ([`CACHED_CHAIN_SHA256`]).
-    pub fn drop_chain(&mut self) {
-        let Some(status) = self.status.as_mut() else {
-            return;
+    /// What a cache keeps of a finished request to tell which one a Certificate's revision
+    /// and Secret pick: its name, namespace, UID, resourceVersion, creation time, owners, the
+    /// annotations named in `kept` and its chain's digest ([`CACHED_CHAIN_SHA256`], the mark of a
+    /// summary). No spec
+    /// and no status: whoever reads more reads it whole ([`Self::is_summary`]).
+    pub fn summary(&self, kept: &[&str]) -> CertificateRequest {
+        let meta = &self.metadata;
+        let mut annotations: BTreeMap<String, String> = meta
+            .annotations
+            .iter()
+            .flatten()
+            .filter(|(key, _)| kept.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        let chain = self.status.as_ref().and_then(|s| s.certificate.as_ref());
+        let digest = chain.map(|chain| sha256_hex(&chain.0)).unwrap_or_default();
+        annotations.insert(CACHED_CHAIN_SHA256.to_string(), digest);
+        let mut summary = CertificateRequest::new(
+            &meta.name.clone().unwrap_or_default(),
+            CertificateRequestSpec::default(),
+        );
+        summary.metadata = ObjectMeta {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            creation_timestamp: meta.creation_timestamp.clone(),
+            owner_references: meta.owner_references.clone(),
+            annotations: Some(annotations),
+            ..ObjectMeta::default()
         };
-        status.ca = None;
-        if let Some(chain) = status.certificate.take() {
-            self.metadata
-                .annotations
-                .get_or_insert_default()
-                .insert(CACHED_CHAIN_SHA256.to_string(), sha256_hex(&chain.0));
-        }
+        summary
+    }
+
+    /// Whether a cached request is a summary, to be had whole from the copies or read live.
+    pub fn is_summary(&self) -> bool {
+        self.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(CACHED_CHAIN_SHA256))
     }
 
     /// The condition of `type_`, if there is a status and it has one.

@@ -47,7 +47,8 @@ pub const MESSAGE: &str = "Certificate request has been approved by cfssl-issuer
 pub enum Verdict {
     /// The Certificate's own next request: approve it.
     Approve,
-    /// Decided already, or claims none of our Certificates: not ours to judge.
+    /// Decided already (finished, as a summary), or claims none of our Certificates: not ours
+    /// to judge.
     NotOurs,
     /// It claims a Certificate the caches do not show in full yet (right after a start): look
     /// again after the back-off.
@@ -64,7 +65,8 @@ pub fn verdict(
     owner: Option<&Certificate>,
     next_key: impl FnOnce() -> Option<Key>,
 ) -> Verdict {
-    if cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
+    // A summary is a finished request as the cache keeps it, conditions and CSR left out.
+    if cr.is_summary() || cr.condition(APPROVED).is_some() || cr.condition(DENIED).is_some() {
         return Verdict::NotOurs;
     }
     let Some(owner) = owner else {

@@ -28,7 +28,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Requeue::AWAIT_CHANGE);
     }
     let (_, key) = seen::next_key(&ctx, &crt);
-    let requests = observe::with_chain(&ctx, &crt, seen::owned_requests(&ctx, &crt)).await?;
+    let requests = observe::with_chain(&ctx, &crt, seen::picked_requests(&ctx, &crt).await?).await?;
     let target = seen::target_secret(&ctx, &crt).await?;
     let passwords = observe::passwords(&ctx, &crt).await?;
     let (owner_ref_enabled, now) = (ctx.settings.owner_reference, ctx.shared.now());

@@ -8,12 +8,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Api, ResourceExt};
 
-use super::{CertificateContext, Error, recent};
+use super::summary::is_summary;
+use super::{CertificateContext, Error};
 use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY};
 use crate::certificates::keys::annotation;
 use crate::certificates::next_key::next_key_name;
 use crate::certificates::policy::checks::Input;
 use crate::controllers::kit::index::Index;
+
+mod picked;
+pub use self::picked::{picked_requests, unpin_requests};
 
 /// Whether standalone mode acts on `crt`: its issuerRef names our group.
 pub fn is_ours(crt: &Certificate) -> bool {
@@ -49,7 +53,8 @@ pub fn next_revision(crt: &Certificate) -> i64 {
     current_revision(crt).saturating_add(1)
 }
 
-/// The requests `crt` controls, from the cache, by name.
+/// The requests `crt` controls, from the cache, by name; finished ones as summaries
+/// ([`picked_requests`] reads the current and next revision's whole).
 pub fn owned_requests(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<CertificateRequest>> {
     owned(&ctx.requests, &ctx.indexes.requests, crt)
         .filter(|cr| controlled_by(&cr.metadata, crt) && !ctx.deleted(&cr.metadata))
@@ -171,7 +176,7 @@ pub async fn secret_named(
         if ctx.secret_names.differs(&namespace, name, cached) {
             return Ok(live_secret(ctx, &namespace, name).await?.map(Arc::new));
         }
-        if !recent::is_summary(&secret) {
+        if !is_summary(&secret) {
             return Ok(Some(secret));
         }
         let pin = !settled(crt);
@@ -328,11 +333,10 @@ mod in_flight_tests {
         Arc::new(cr)
     }
 
-    /// As the standalone request cache holds a signed request: its chain's digest instead.
+    /// As the standalone request cache holds a signed request: its summary, with its chain's
+    /// digest.
     fn chainless(cr: &Arc<CertificateRequest>) -> Arc<CertificateRequest> {
-        let mut cr = CertificateRequest::clone(cr);
-        cr.drop_chain();
-        Arc::new(cr)
+        Arc::new(cr.summary(&[annotation::CERTIFICATE_REVISION]))
     }
 
     /// The current request is the one whose certificate the Secret holds when its revision
@@ -453,3 +457,6 @@ mod in_flight_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod picked_tests;

@@ -136,7 +136,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     if !ctx.acts_on(FieldManager::READINESS, &crt) {
         return Ok(Requeue::AWAIT_CHANGE);
     }
-    let requests = observe::owned_requests(&ctx, &crt);
+    let requests = observe::picked_requests(&ctx, &crt).await?;
     let secret = observe::target_secret(&ctx, &crt).await?;
     if observe::issuing_in_flight(&crt, secret.as_deref(), &requests) {
         return Ok(Requeue::AWAIT_CHANGE);

@@ -161,7 +161,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
         return Ok(Requeue::AWAIT_CHANGE);
     }
     let (secret, key) = observe::next_key(&ctx, &crt);
-    let requests = observe::owned_requests(&ctx, &crt);
+    let requests = observe::picked_requests(&ctx, &crt).await?;
     let key_secret = secret.map(|s| s.name_any()).unwrap_or_default();
     let prefixes = ctx.settings.copied_annotation_prefixes.clone();
     let costly = signs(&Facts {

@@ -92,6 +92,15 @@ pub fn scripted() -> (Arc<CertificateContext>, ApiHandle) {
 pub fn scripted_with_secrets(
     secrets: Vec<k8s_openapi::api::core::v1::Secret>,
 ) -> (Arc<CertificateContext>, ApiHandle) {
+    scripted_with(secrets, Vec::new())
+}
+
+/// [`scripted`], with `secrets` in the Secret store and `requests` in the request store (and
+/// their indexes).
+pub fn scripted_with(
+    secrets: Vec<k8s_openapi::api::core::v1::Secret>,
+    requests: Vec<crate::api::certmanager::CertificateRequest>,
+) -> (Arc<CertificateContext>, ApiHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let now = "2026-11-27T12:00:00Z".parse().unwrap();
     let shared = Arc::new(Shared {
@@ -111,17 +120,25 @@ pub fn scripted_with_secrets(
         copied_annotation_prefixes: Vec::new(),
         renewal_jitter: crate::certificates::renewal::Jitter::default(),
     };
-    let (secret_store, mut writer) = kube::runtime::reflector::store();
-    for secret in secrets {
-        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(secret));
-    }
     let stores = (
         kube::runtime::reflector::store().0,
-        kube::runtime::reflector::store().0,
-        secret_store,
+        filled(requests),
+        filled(secrets),
     );
     (
         Arc::new(CertificateContext::new(shared, settings, stores)),
         handle,
     )
+}
+
+/// A store holding `objects`.
+fn filled<K>(objects: Vec<K>) -> kube::runtime::reflector::Store<K>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    let (store, mut writer) = kube::runtime::reflector::store();
+    for object in objects {
+        writer.apply_watcher_event(&kube::runtime::watcher::Event::Apply(object));
+    }
+    store
 }

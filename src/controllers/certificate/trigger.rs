@@ -143,7 +143,7 @@ pub async fn reconcile(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> R
     if !ctx.acts_on(FieldManager::TRIGGER, &crt) {
         return Ok(Requeue::AWAIT_CHANGE);
     }
-    let requests = observe::owned_requests(&ctx, &crt);
+    let requests = observe::picked_requests(&ctx, &crt).await?;
     let secret = observe::target_secret(&ctx, &crt).await?;
     let mut facts = facts(&ctx, &crt, secret, &requests);
     let (mut warning, mut plan) = decide_warned(&facts);

@@ -18,7 +18,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
 use super::observe::{is_ours, settled};
-use super::recent::Recent;
+use super::summary::secret_summary;
 use super::{
     CertificateContext, Error, Settings, approver, issuing, keymanager, readiness, requestmanager,
     revisionmanager, trigger,
@@ -30,6 +30,7 @@ use crate::certificates::secret::{CERT_MANAGER_SECRET_MANAGERS, compact_fields_v
 use crate::controllers::kit::Shared;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::plan::Requeue;
+use crate::controllers::kit::recent::Recent;
 use crate::controllers::kit::scope::Scope;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::size::json_len;
@@ -43,7 +44,7 @@ pub struct StandaloneWatches {
     pub secrets: Watched<Secret>,
     pub indexes: Indexes,
     /// The whole copies of the issued Secrets the store keeps as summaries.
-    pub recent: Recent,
+    pub recent: Recent<Secret>,
 }
 
 /// How the Certificate controllers find related objects without scanning a store.
@@ -115,6 +116,7 @@ async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Resul
     if settled(&crt) {
         let namespace = crt.namespace().unwrap_or_default();
         ctx.recent.unpin(&namespace, &crt.spec.secret_name);
+        super::observe::unpin_requests(&ctx, &crt);
     }
     let mut soonest = Requeue::AWAIT_CHANGE;
     for (reconcile, error_policy) in LIFECYCLE {
@@ -158,6 +160,7 @@ pub fn controllers(
     ctx.secret_names = wiring.secrets.index();
     ctx.indexes = watches.indexes.clone();
     ctx.recent = watches.recent.clone();
+    ctx.request_copies = wiring.request_copies.clone();
     let ctx = Arc::new(ctx);
     let meta = wiring.secrets.subscribe();
     let mut out = vec![certificate_controller(wiring, &watches, meta, ctx.clone())];
@@ -299,7 +302,7 @@ fn watch(client: &kube::Client, scope: &Scope, watches: StandaloneWatches) -> Bo
             watches.secrets.into_writer(),
             indexes
                 .key_secrets
-                .following(move |event| cacheable_only(event).map(|e| recent.summarise(e))),
+                .following(move |event| cacheable_only(event).map(|e| recent.summarise(e, secret_summary))),
         ),
     )
     .map(drop)

@@ -11,15 +11,16 @@
 //!   its body ([`super::budget`]): the controller fails it from what the cache says it held.
 //! - A terminal request (Issued, Failed, Denied) is cached bare (name, namespace, UID: no
 //!   issuer, so its reconcile returns at once), unless the standalone controllers run: they
-//!   read its CSR, annotations and conditions for as long as it is the Certificate's current
-//!   request, so it is kept without its chain (`status.certificate` and `status.ca`, a third
-//!   of a signed request's memory), which issuing reads live the one time it needs it. The
-//!   controller has nothing more to do with it, and 10,000 issued requests cached even without their PEM held 21 MB (2.1 KB
-//!   each, measured with a counting allocator). It is not turned into a delete (see
+//!   pick a Certificate's current and next request from its requests' revisions and chains,
+//!   and read the one they pick. So there it is cached as its summary
+//!   (`CertificateRequest::summary`: metadata, its revision, its chain's SHA-256; 10,000 issued
+//!   requests cached whole but for their chain held 38 MB), and its whole copy goes beside the
+//!   store (`kit::recent`), where the standalone controllers find it or read it live once. The
+//!   controller has nothing more to do with it. It is not turned into a delete (see
 //!   [`trim_request_event`]). Its backoff and memory go at once; what signing holds for it (the
 //!   written resourceVersion, a few dozen bytes) stays until it is deleted, as the guard
 //!   against a reconcile dispatched with its stale object. Should it ever become non-terminal
-//!   again, its next update brings it back.
+//!   again, its next update brings it back whole.
 //! - A deleted request takes its backoff entry, its unsaved chain, what the ledger holds for it
 //!   and the expiry series of its Certificate when that series shows this request's signature.
 //!
@@ -34,6 +35,8 @@ use super::observe::is_terminal;
 use super::{RequestContext, expiry_labels, request_key};
 use crate::api::IssuerKind;
 use crate::api::certmanager::{CACHED_CHAIN_SHA256, CertificateRequest, CertificateRequestSpec};
+use crate::certificates::keys::annotation::CERTIFICATE_REVISION;
+use crate::controllers::kit::recent::Recent;
 use crate::controllers::kit::wiring::Relist;
 
 /// Whether the request names an issuer of our group (a kind we do not know included: the
@@ -44,18 +47,18 @@ pub fn is_ours(cr: &CertificateRequest) -> bool {
 
 /// Pure: the watch event the request cache and controller get, if any. A terminal request
 /// (Issued, Failed, Denied) is cached bare unless `keep_terminal` (the standalone controllers
-/// read it), and then without its chain.
+/// read it), and then as its summary.
 pub fn trim_request_event(
     event: Event<CertificateRequest>,
     keep_terminal: bool,
 ) -> Option<Event<CertificateRequest>> {
     let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_terminal);
-    let slim = |mut cr: CertificateRequest| {
-        cr.metadata.managed_fields = None;
-        without_chain(within_budget(cr))
+    let cached = |cr: CertificateRequest| match slim(cr) {
+        cr if is_terminal(&cr) => summary(&cr),
+        cr => cr,
     };
     match event {
-        Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),
+        Event::Apply(cr) if kept(&cr) => Some(Event::Apply(cached(cr))),
         // A terminal request of ours stays as its bare name, never as a delete. kube-runtime
         // 5.0's `ReflectHandle::poll_next` takes the next `ObjectRef` from its channel and
         // looks it up in the store; when the object has left the store since the ref was sent,
@@ -66,7 +69,7 @@ pub fn trim_request_event(
         Event::Apply(cr) if is_ours(&cr) => Some(Event::Apply(bare(&cr))),
         // A foreign request never entered the cache (its spec is immutable): nothing to stall.
         Event::Apply(cr) => Some(Event::Delete(bare(&cr))),
-        Event::InitApply(cr) if kept(&cr) => Some(Event::InitApply(slim(cr))),
+        Event::InitApply(cr) if kept(&cr) => Some(Event::InitApply(cached(cr))),
         Event::InitApply(_) => None,
         Event::Delete(cr) => Some(Event::Delete(bare(&cr))),
         Event::Init => Some(Event::Init),
@@ -74,24 +77,26 @@ pub fn trim_request_event(
     }
 }
 
+/// A request of ours as the cache or its copies keep it: no managedFields (nothing reads
+/// them), its body only within the budget, and no chain digest a tenant wrote (only the
+/// summary says a chain was dropped).
+fn slim(mut cr: CertificateRequest) -> CertificateRequest {
+    cr.metadata.managed_fields = None;
+    if let Some(annotations) = cr.metadata.annotations.as_mut() {
+        annotations.remove(CACHED_CHAIN_SHA256);
+    }
+    within_budget(cr)
+}
+
+/// What the standalone cache keeps of a terminal request: what picks it, not what reads it.
+fn summary(cr: &CertificateRequest) -> CertificateRequest {
+    cr.summary(&[CERTIFICATE_REVISION])
+}
+
 /// Pure: whether a request of ours is done with (Issued, Failed, Denied) and so leaves the
 /// cache, outside standalone mode (`keep_terminal`).
 fn leaves_cache(cr: &CertificateRequest, keep_terminal: bool) -> bool {
     is_ours(cr) && !keep_terminal && is_terminal(cr)
-}
-
-/// A terminal request without its chain, its digest in its place. Only a terminal one: the
-/// signer reads a chain on a request not yet marked Issued as the sign of a lost condition
-/// write (`decide::guard`). Only this watch says a chain was dropped: a tenant's annotation
-/// of that name is removed first.
-fn without_chain(mut cr: CertificateRequest) -> CertificateRequest {
-    if let Some(annotations) = cr.metadata.annotations.as_mut() {
-        annotations.remove(CACHED_CHAIN_SHA256);
-    }
-    if is_terminal(&cr) {
-        cr.drop_chain();
-    }
-    cr
 }
 
 /// Only what names the object.
@@ -103,11 +108,13 @@ fn bare(cr: &CertificateRequest) -> CertificateRequest {
 }
 
 /// Observe: one request watch event. Forgets a deleted request, settles one that leaves the
-/// cache, sweeps at the end of a relist, then trims the event.
+/// cache, sweeps at the end of a relist, keeps the whole copy of one the store keeps as a
+/// summary in `copies`, then trims the event.
 pub fn request_event(
     event: Event<CertificateRequest>,
     ctx: &RequestContext,
     relist: &mut Relist,
+    copies: &Recent<CertificateRequest>,
 ) -> Option<Event<CertificateRequest>> {
     let keep_terminal = ctx.core.shared.config.standalone.is_some();
     match &event {
@@ -128,7 +135,22 @@ pub fn request_event(
             ctx.core.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
+    if keep_terminal {
+        remember_whole(&event, copies);
+    }
     trim_request_event(event, keep_terminal)
+}
+
+/// Keeps the whole copy (slimmed as the cache would) of a terminal request of ours, which the
+/// store will hold as its summary; forgets a deleted one's.
+fn remember_whole(event: &Event<CertificateRequest>, copies: &Recent<CertificateRequest>) {
+    match event {
+        Event::Apply(cr) | Event::InitApply(cr) if is_ours(cr) && is_terminal(cr) => {
+            copies.remember(std::sync::Arc::new(slim(cr.clone())), false);
+        }
+        Event::Delete(cr) => copies.forget(&cr.metadata),
+        _ => {}
+    }
 }
 
 /// Drops what the manager holds for a deleted request: backoff, memory, what signing held, its

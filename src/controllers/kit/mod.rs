@@ -2,11 +2,11 @@
 //! ([`shared`]), the plan and its one executor ([`plan`]) with the object writes a plan can
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
-//! indexes kept beside their stores ([`index`]), the Secret metadata feed ([`secrets`]), object
-//! sizes ([`size`]), tenants' fair shares of the reconcile slots ([`shares`]), the served
-//! namespaces and their watches ([`scope`]) and the issuance budget's rate ([`rate`]). The pool
-//! expensive crypto runs on is `crate::crypto_pool` (the CSI plugin uses it too). It uses
-//! nothing else of `controllers`.
+//! indexes kept beside their stores ([`index`]), whole copies beside a store of summaries
+//! ([`recent`]), the Secret metadata feed ([`secrets`]), object sizes ([`size`]), tenants'
+//! fair shares of the reconcile slots ([`shares`]), the served namespaces and their watches
+//! ([`scope`]) and the issuance budget's rate ([`rate`]). The pool expensive crypto runs on is
+//! `crate::crypto_pool` (the CSI plugin uses it too). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
@@ -15,6 +15,7 @@ pub mod events;
 pub mod index;
 pub mod plan;
 pub mod rate;
+pub mod recent;
 pub mod scope;
 pub mod secrets;
 pub mod shared;

@@ -17,9 +17,14 @@ pub fn client() -> kube::Client {
 
 /// `Shared` with the default settings, the system clock, fresh metrics and a two-slot crypto pool.
 pub fn shared() -> Arc<Shared> {
+    shared_with(Config::new("cfssl-system"))
+}
+
+/// [`shared`] with `config`.
+pub fn shared_with(config: Config) -> Arc<Shared> {
     Arc::new(Shared {
         client: client(),
-        config: Config::new("cfssl-system"),
+        config,
         clock: system_clock(),
         metrics: Arc::new(Metrics::default()),
         status_schemas: StatusSchemas::default(),

@@ -61,6 +61,9 @@ pub struct Wiring {
     pub requests: Watched<crate::api::certmanager::CertificateRequest>,
     /// The requests in `requests`' store by the UID of their controlling Certificate.
     pub request_owners: Index<crate::api::certmanager::CertificateRequest>,
+    /// The whole copies of the requests `requests`' store keeps as summaries (finished ones,
+    /// in standalone mode).
+    pub request_copies: super::recent::Recent<crate::api::certmanager::CertificateRequest>,
     pub secrets: SecretFeed,
 }
 
@@ -73,6 +76,7 @@ impl Wiring {
             cluster_issuers: Watched::new(1024),
             requests: Watched::new(4096),
             request_owners: Index::new(|cr| controller_uid(&cr.metadata, "Certificate")),
+            request_copies: super::recent::Recent::default(),
             secrets: SecretFeed::default(),
         }
     }

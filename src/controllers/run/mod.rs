@@ -146,6 +146,7 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
     // A ClusterIssuer's Secret is read in the cluster resource namespace: watched there too.
     let secrets = scope.and(&config.cluster_resource_namespace);
     let mut relist = Relist::default();
+    let copies = wiring.request_copies.clone();
     future::join4(
         reflect_restarting(
             scope.apis::<Issuer>(client),
@@ -163,7 +164,7 @@ fn watch_all(client: &kube::Client, wiring: Wiring, ctx: &Contexts) -> future::B
             scope.apis::<CertificateRequest>(client),
             wiring.requests.into_writer(),
             wiring.request_owners.following(move |event| {
-                certificaterequest::watch::request_event(event, &requests, &mut relist)
+                certificaterequest::watch::request_event(event, &requests, &mut relist, &copies)
             }),
         ),
         wiring.secrets.run(client.clone(), secrets),

@@ -104,6 +104,13 @@ fn verdict_table() {
             want: Verdict::NotOurs,
         },
         Row {
+            name: "finished, as the cache keeps it (a summary)",
+            request: request_of(&crt).summary(&[annotation::CERTIFICATE_REVISION]),
+            owner: Some(&crt),
+            next_key: key,
+            want: Verdict::NotOurs,
+        },
+        Row {
             name: "denied",
             request: with(request_of(&crt), DENIED),
             owner: Some(&crt),

@@ -199,8 +199,8 @@ pub fn costly(crt: &Certificate, requests: &[&CertificateRequest]) -> bool {
         .any(|c| c.reason == REASON_ISSUED || temporary)
 }
 
-/// Whether `cr` is the signed request this issuance ends with, as the cache holds it: without
-/// its chain (the request watch keeps terminal requests without one), so it is read live.
+/// Whether `cr` is the signed request this issuance ends with, held without its chain (a copy
+/// of a request over the cache's budget: `certificaterequest::budget`), so it is read live.
 pub fn needs_chain(crt: &Certificate, cr: &CertificateRequest) -> bool {
     crt.has_true(ISSUING)
         && revision_of(cr) == Some(next_revision(crt))

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::secret_named;
 use crate::api::certmanager::{Certificate, ISSUING, READY};
 use crate::certificates::fixtures;
-use crate::controllers::certificate::recent::summary_of;
+use crate::controllers::certificate::summary::{is_summary, secret_summary};
 use crate::controllers::certificate::testing::{scripted_with_secrets, with_condition};
 use crate::csi::testing::{answer, next_call};
 
@@ -50,28 +50,28 @@ async fn summaries_come_whole_from_recent_or_are_read_live_once() {
     let rows: [Row; 5] = [
         (
             "summary, its version here",
-            summary_of(&whole("7")),
+            secret_summary(&whole("7")).unwrap(),
             Some("7"),
             false,
             false,
         ),
         (
             "summary, nothing here",
-            summary_of(&whole("7")),
+            secret_summary(&whole("7")).unwrap(),
             None,
             false,
             true,
         ),
         (
             "summary, another version here",
-            summary_of(&whole("7")),
+            secret_summary(&whole("7")).unwrap(),
             Some("6"),
             false,
             true,
         ),
         (
             "summary, nothing here, in flight",
-            summary_of(&whole("7")),
+            secret_summary(&whole("7")).unwrap(),
             None,
             true,
             true,
@@ -80,9 +80,7 @@ async fn summaries_come_whole_from_recent_or_are_read_live_once() {
     ];
     let stored_is_summary = |ctx: &Arc<crate::controllers::certificate::CertificateContext>| {
         let cached = ctx.secrets.state();
-        cached
-            .iter()
-            .all(|s| crate::controllers::certificate::recent::is_summary(s))
+        cached.iter().all(|s| is_summary(s))
     };
     for (row, stored, here, in_flight, reads) in rows {
         let (ctx, mut handle) = scripted_with_secrets(vec![stored]);

@@ -5,14 +5,32 @@ use kube::runtime::reflector;
 use serde_json::json;
 
 use super::*;
-use crate::controllers::kit::testing::shared;
+use crate::controllers::kit::testing::{shared, shared_with};
 use crate::controllers::signing::Issuers;
 use crate::controllers::signing::once::Signing;
 use crate::controllers::signing::testing::signer;
 use crate::pki::Chain;
 
 fn context() -> RequestContext {
-    let shared = shared();
+    context_with(shared())
+}
+
+/// A context whose manager runs the standalone controllers.
+fn standalone_context() -> RequestContext {
+    let mut config = crate::controllers::kit::Config::new("cfssl-system");
+    config.standalone = Some(crate::controllers::kit::StandaloneSettings {
+        approve_own_requests: true,
+        minimum_backoff: std::time::Duration::from_secs(1),
+        maximum_backoff: std::time::Duration::from_secs(60),
+        cert_manager_lease_namespace: "cert-manager".into(),
+        owner_reference: false,
+        copied_annotation_prefixes: Vec::new(),
+        renewal_jitter: crate::certificates::renewal::Jitter::OFF,
+    });
+    context_with(shared_with(config))
+}
+
+fn context_with(shared: std::sync::Arc<crate::controllers::kit::Shared>) -> RequestContext {
     let signer = signer(&shared);
     let (issuers, _) = reflector::store();
     let (cluster_issuers, _) = reflector::store();
@@ -64,17 +82,33 @@ fn trimmed(mut cr: CertificateRequest) -> CertificateRequest {
     cr
 }
 
-/// As cached in standalone mode: no chain or CA, the chain's SHA-256 in their place.
-fn chainless(mut cr: CertificateRequest) -> CertificateRequest {
-    let status = cr.status.as_mut().unwrap();
-    status.certificate = None;
-    status.ca = None;
-    cr.metadata.annotations.as_mut().unwrap().insert(
-        CACHED_CHAIN_SHA256.into(),
-        // sha256("CERT"), the fixture's chain.
-        "fc3c8e63b513125abcbc527c9b18c1a1dad76f87d03b127609a89603d5d0c5c1".into(),
+/// As cached in standalone mode once finished: its name, namespace, UID and owners (the
+/// fixture has no version or creation time), no annotation but the chain's SHA-256, no spec
+/// and no status.
+fn summarised(cr: &CertificateRequest) -> CertificateRequest {
+    let mut summary = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
+    summary.metadata.namespace.clone_from(&cr.metadata.namespace);
+    summary.metadata.uid.clone_from(&cr.metadata.uid);
+    summary
+        .metadata
+        .owner_references
+        .clone_from(&cr.metadata.owner_references);
+    summary.metadata.annotations = Some(
+        [(
+            CACHED_CHAIN_SHA256.to_string(),
+            // sha256("CERT"), the fixture's chain.
+            "fc3c8e63b513125abcbc527c9b18c1a1dad76f87d03b127609a89603d5d0c5c1".to_string(),
+        )]
+        .into(),
     );
-    cr
+    summary
+}
+
+/// A summary of a request that holds no chain: the mark's digest empty.
+fn without_chain(mut summary: CertificateRequest) -> CertificateRequest {
+    let annotations = summary.metadata.annotations.as_mut().unwrap();
+    annotations.insert(CACHED_CHAIN_SHA256.to_string(), String::new());
+    summary
 }
 
 fn bare(name: &str) -> CertificateRequest {
@@ -153,6 +187,8 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
         cr
     };
     let issued = with_ready("True", "Issued");
+    let mut failed = with_ready("False", "Failed");
+    failed.status.as_mut().unwrap().certificate = None;
     let pending = pending("r", "web");
     let claiming = |mut cr: CertificateRequest| {
         let annotations = cr.metadata.annotations.as_mut().unwrap();
@@ -187,22 +223,28 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
             None,
         ),
         (
-            "issued, standalone: kept without its chain",
+            "issued, standalone: kept as its summary",
             Event::Apply(issued.clone()),
             true,
-            Some(Event::Apply(chainless(trimmed(issued.clone())))),
+            Some(Event::Apply(summarised(&issued))),
+        ),
+        (
+            "failed, standalone: its summary, marked as holding no chain",
+            Event::Apply(failed.clone()),
+            true,
+            Some(Event::Apply(without_chain(summarised(&issued)))),
         ),
         (
             "issued on relist, standalone",
             Event::InitApply(issued.clone()),
             true,
-            Some(Event::InitApply(chainless(trimmed(issued.clone())))),
+            Some(Event::InitApply(summarised(&issued))),
         ),
         (
             "a tenant's digest annotation on an issued request: replaced by the chain's",
             Event::Apply(claiming(issued.clone())),
             true,
-            Some(Event::Apply(chainless(trimmed(issued.clone())))),
+            Some(Event::Apply(summarised(&issued))),
         ),
         (
             "a tenant's digest annotation on a pending request: removed",
@@ -299,17 +341,32 @@ async fn a_deleted_request_is_forgotten() {
         "one series per Certificate"
     );
 
-    request_event(Event::Delete(old.clone()), &ctx, &mut Relist::default());
+    request_event(
+        Event::Delete(old.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &Recent::default(),
+    );
     assert_eq!(ctx.core.ledger.backoff.len(), 2);
     assert_eq!(ctx.core.ledger.signings.snapshot().len(), 2);
     assert_eq!(ctx.core.ledger.memory.len(), 4);
     assert!(has(&new), "the series shows web-2's signature, not web-1's");
 
-    request_event(Event::Delete(new.clone()), &ctx, &mut Relist::default());
+    request_event(
+        Event::Delete(new.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &Recent::default(),
+    );
     assert!(!has(&new), "the request the series showed is gone");
     assert!(has(&other));
 
-    request_event(Event::Delete(other.clone()), &ctx, &mut Relist::default());
+    request_event(
+        Event::Delete(other.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &Recent::default(),
+    );
     assert!(ctx.core.ledger.backoff.is_empty());
     assert!(ctx.core.ledger.signings.snapshot().is_empty());
     assert!(ctx.core.ledger.memory.is_empty());
@@ -339,8 +396,18 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
         .set(1.0);
     ctx.expiry.set(labels.clone(), &request_key(&issued));
 
-    let seen = request_event(Event::Apply(issued.clone()), &ctx, &mut Relist::default());
-    request_event(Event::Apply(pending.clone()), &ctx, &mut Relist::default());
+    let seen = request_event(
+        Event::Apply(issued.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &Recent::default(),
+    );
+    request_event(
+        Event::Apply(pending.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &Recent::default(),
+    );
     assert!(
         matches!(&seen, Some(Event::Apply(cr)) if !is_ours(cr) && cr.metadata.uid == issued.metadata.uid),
         "cached bare: {seen:?}"
@@ -357,6 +424,48 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     assert!(!ctx.core.ledger.memory.is_announced(&request_key(&issued)));
     assert!(ctx.core.shared.metrics.certificate_expiry.get(&labels).is_some());
     assert_eq!(ctx.expiry.len(), 1);
+}
+
+/// In standalone mode a finished request goes into the store as its summary and beside it whole
+/// (chain included, managedFields and a tenant's digest not), at its version; a pending one
+/// goes into the store whole and not beside it; a delete forgets the copy.
+#[tokio::test]
+async fn standalone_keeps_a_finished_requests_whole_copy_beside_its_summary() {
+    let ctx = standalone_context();
+    let copies = Recent::default();
+    let mut issued = request("web-1", crate::api::GROUP, "web");
+    issued.metadata.resource_version = Some("7".into());
+    let mut forged = issued.clone();
+    forged
+        .metadata
+        .annotations
+        .as_mut()
+        .unwrap()
+        .insert(CACHED_CHAIN_SHA256.into(), "forged".into());
+    let mut pending = pending("web-2", "web");
+    pending.metadata.resource_version = Some("8".into());
+
+    let seen = request_event(Event::Apply(forged), &ctx, &mut Relist::default(), &copies);
+    let mut want = summarised(&issued);
+    want.metadata.resource_version = Some("7".into());
+    assert_eq!(format!("{seen:?}"), format!("{:?}", Some(Event::Apply(want))));
+    let whole = copies.get("apps", "web-1", Some("7"), false);
+    assert_eq!(whole.as_deref(), Some(&trimmed(issued.clone())));
+
+    let seen = request_event(
+        Event::Apply(pending.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &copies,
+    );
+    assert_eq!(
+        format!("{seen:?}"),
+        format!("{:?}", Some(Event::Apply(trimmed(pending))))
+    );
+    assert!(copies.get("apps", "web-2", Some("8"), false).is_none());
+
+    request_event(Event::Delete(issued), &ctx, &mut Relist::default(), &copies);
+    assert!(copies.get("apps", "web-1", Some("7"), false).is_none());
 }
 
 #[tokio::test]
@@ -391,14 +500,14 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
         Event::InitApply(request("foreign", "cert-manager.io", "x")),
     ];
     for event in events {
-        request_event(event, &ctx, &mut relist);
+        request_event(event, &ctx, &mut relist, &Recent::default());
         assert_eq!(
             ctx.core.ledger.backoff.len(),
             2,
             "nothing swept before the relist ends"
         );
     }
-    request_event(Event::InitDone, &ctx, &mut relist);
+    request_event(Event::InitDone, &ctx, &mut relist, &Recent::default());
     let uid = request_key(&live);
     assert_eq!(ctx.core.ledger.backoff.len(), 1);
     assert!(ctx.core.ledger.memory.first_failure(&uid).is_some());
@@ -412,6 +521,6 @@ async fn a_relist_sweeps_requests_whose_delete_was_missed() {
     assert!(metrics.certificate_expiry.get(&series(&gone)).is_none());
     assert_eq!(ctx.expiry.len(), 1);
     // Outside a relist, nothing is swept.
-    request_event(Event::InitDone, &ctx, &mut relist);
+    request_event(Event::InitDone, &ctx, &mut relist, &Recent::default());
     assert_eq!(ctx.core.ledger.backoff.len(), 1);
 }

@@ -36,7 +36,8 @@ fn signed(uid: &str) -> CertificateRequest {
 
 fn cached(uid: &str) -> Arc<CertificateRequest> {
     let mut cr = signed(uid);
-    cr.drop_chain();
+    let status = cr.status.as_mut().unwrap();
+    (status.certificate, status.ca) = (None, None);
     Arc::new(cr)
 }
 
