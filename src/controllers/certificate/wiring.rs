@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, future};
+use futures::{FutureExt, StreamExt, future};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -221,11 +221,16 @@ fn seen_whole(cached: &Store<Secret>, meta: &ObjectMeta) -> bool {
 }
 
 fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFuture<'static, ()> {
-    let controller =
-        Controller::for_shared_stream(wiring.requests.subscribe(), wiring.requests.store.clone())
-            .with_config(wiring.config.clone())
-            .graceful_shutdown_on(wiring.shutdown.clone())
-            .run(approver::reconcile, approver::error_policy, ctx);
+    // A summary is a finished request: nothing to approve, nor to schedule (see the request
+    // controller's wiring).
+    let unfinished = wiring
+        .requests
+        .subscribe()
+        .filter(|cr| future::ready(!cr.is_summary()));
+    let controller = Controller::for_shared_stream(unfinished, wiring.requests.store.clone())
+        .with_config(wiring.config.clone())
+        .graceful_shutdown_on(wiring.shutdown.clone())
+        .run(approver::reconcile, approver::error_policy, ctx);
     drive(controller)
 }
 
