@@ -17,7 +17,7 @@ use crate::certificates::policy::checks::Input;
 use crate::controllers::kit::index::Index;
 
 mod picked;
-pub use self::picked::{picked_requests, unpin_requests};
+pub use self::picked::{live_request, picked_requests, unpin_requests};
 
 /// Whether standalone mode acts on `crt`: its issuerRef names our group.
 pub fn is_ours(crt: &Certificate) -> bool {

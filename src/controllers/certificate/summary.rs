@@ -39,49 +39,14 @@ pub fn is_summary(secret: &Secret) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::ByteString;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
     use super::*;
-    use crate::certificates::keys::label;
-
-    fn secret(next_key: bool) -> Secret {
-        let mut labels = BTreeMap::from([(label::PART_OF_CERT_MANAGER.to_string(), "true".to_string())]);
-        if next_key {
-            labels.insert(label::NEXT_PRIVATE_KEY.to_string(), "true".to_string());
-        }
-        Secret {
-            metadata: ObjectMeta {
-                name: Some("tls".to_string()),
-                namespace: Some("ns".to_string()),
-                uid: Some("uid-tls".to_string()),
-                resource_version: Some("7".to_string()),
-                labels: Some(labels),
-                annotations: Some(BTreeMap::from([("a".to_string(), "b".to_string())])),
-                owner_references: Some(vec![OwnerReference {
-                    name: "crt".to_string(),
-                    uid: "crt-uid".to_string(),
-                    kind: "Certificate".to_string(),
-                    ..OwnerReference::default()
-                }]),
-                ..ObjectMeta::default()
-            },
-            data: Some(BTreeMap::from([(
-                "tls.crt".to_string(),
-                ByteString(b"x".to_vec()),
-            )])),
-            type_: Some("kubernetes.io/tls".to_string()),
-            ..Secret::default()
-        }
-    }
+    use crate::controllers::kit::testing::labelled_secret;
 
     /// An issued Secret's summary is its name, namespace, UID, version and owners; a next-key
     /// Secret has none (the store keeps it whole).
     #[test]
     fn issued_secrets_are_summarised_and_next_key_ones_not() {
-        let whole = secret(false);
+        let whole = labelled_secret("tls", "7", false, 1);
         let want = Secret {
             metadata: ObjectMeta {
                 name: Some("tls".to_string()),
@@ -97,6 +62,6 @@ mod tests {
         assert_eq!(summary.as_ref(), Some(&want));
         assert!(summary.as_ref().is_some_and(is_summary));
         assert!(!is_summary(&whole));
-        assert_eq!(secret_summary(&secret(true)), None);
+        assert_eq!(secret_summary(&labelled_secret("tls", "7", true, 1)), None);
     }
 }

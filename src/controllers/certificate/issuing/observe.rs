@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Api, ResourceExt};
+use kube::ResourceExt;
 
 use super::super::{CertificateContext, Error, observe};
 use super::decide::{StaleKeystore, needs_chain};
@@ -14,24 +14,16 @@ use crate::certificates::keys::data as keys;
 use crate::certificates::secret::{Kind, PasswordError, Passwords, keystore_password, password_secret_name};
 use crate::pki::keystore::{Unopened, jks_check, pkcs12_check};
 
-/// `requests`, with the signed one this issuance ends with read live for its chain (the cache
-/// keeps terminal requests without one): one read per issuance. A request gone since, or
-/// replaced by another of the same name, stays as cached, and the next event decides.
+/// `requests`, with the signed one this issuance ends with read live for its chain when it is
+/// held without one (`decide::needs_chain`). A request gone since, or replaced by another of
+/// the same name, stays as held, and the next event decides.
 pub async fn with_chain(
     ctx: &CertificateContext,
     crt: &Certificate,
     mut requests: Vec<Arc<CertificateRequest>>,
 ) -> Result<Vec<Arc<CertificateRequest>>, Error> {
     for cr in requests.iter_mut().filter(|cr| needs_chain(crt, cr)) {
-        let (namespace, name) = (cr.namespace().unwrap_or_default(), cr.name_any());
-        let live = Api::<CertificateRequest>::namespaced(ctx.shared.client.clone(), &namespace)
-            .get_opt(&name)
-            .await
-            .map_err(Error::api(
-                "reading CertificateRequest",
-                format!("{namespace}/{name}"),
-            ))?;
-        if let Some(live) = live.filter(|live| live.metadata.uid == cr.metadata.uid) {
+        if let Some(live) = observe::live_request(ctx, cr).await? {
             *cr = Arc::new(live);
         }
     }

@@ -42,22 +42,33 @@ async fn whole(
     if let Some(copy) = ctx.request_copies.get(&namespace, &name, version, pin) {
         return Ok(Some(copy));
     }
+    let live = live_request(ctx, summary).await?.map(Arc::new);
+    if let Some(live) = &live {
+        ctx.request_copies.remember(live.clone(), pin);
+    }
+    Ok(live)
+}
+
+/// One live GET of the request `cached` stands for, without its managedFields; `None` when it
+/// is gone or another object took its name (the watch says so next).
+pub async fn live_request(
+    ctx: &CertificateContext,
+    cached: &CertificateRequest,
+) -> Result<Option<CertificateRequest>, Error> {
+    let (namespace, name) = (cached.namespace().unwrap_or_default(), cached.name_any());
     let live = Api::<CertificateRequest>::namespaced(ctx.shared.client.clone(), &namespace)
         .get_opt(&name)
         .await
         .map_err(Error::api(
             "reading CertificateRequest",
             format!("{namespace}/{name}"),
-        ))?
-        .filter(|live| live.metadata.uid == summary.metadata.uid)
+        ))?;
+    Ok(live
+        .filter(|live| live.metadata.uid == cached.metadata.uid)
         .map(|mut live| {
             live.metadata.managed_fields = None;
-            Arc::new(live)
-        });
-    if let Some(live) = &live {
-        ctx.request_copies.remember(live.clone(), pin);
-    }
-    Ok(live)
+            live
+        }))
 }
 
 /// Lets the copies of `crt`'s requests age: it has settled.

@@ -1,44 +1,6 @@
-use std::collections::BTreeMap;
-
-use k8s_openapi::ByteString;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
 use super::*;
 use crate::certificates::keys::label;
-
-/// An issued Secret (or a next-key one) at `version`, with `data` bytes of data.
-fn secret(name: &str, version: &str, next_key: bool, data: usize) -> Secret {
-    let mut labels = BTreeMap::from([("controller.cert-manager.io/fao".to_string(), "true".to_string())]);
-    if next_key {
-        labels.insert(label::NEXT_PRIVATE_KEY.to_string(), "true".to_string());
-    }
-    Secret {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            namespace: Some("ns".to_string()),
-            uid: Some(format!("uid-{name}")),
-            resource_version: Some(version.to_string()),
-            labels: Some(labels),
-            annotations: Some(BTreeMap::from([(
-                "cert-manager.io/issuer-name".to_string(),
-                "ca".to_string(),
-            )])),
-            owner_references: Some(vec![OwnerReference {
-                name: "crt".to_string(),
-                uid: "crt-uid".to_string(),
-                kind: "Certificate".to_string(),
-                ..OwnerReference::default()
-            }]),
-            ..ObjectMeta::default()
-        },
-        data: Some(BTreeMap::from([(
-            "tls.crt".to_string(),
-            ByteString(vec![b'x'; data]),
-        )])),
-        type_: Some("kubernetes.io/tls".to_string()),
-        ..Secret::default()
-    }
-}
+use crate::controllers::kit::testing::labelled_secret as secret;
 
 fn applied(event: watcher::Event<Secret>) -> Secret {
     match event {
