@@ -180,9 +180,9 @@ impl CertificateRequest {
 
     /// What a cache keeps of a finished request to tell which one a Certificate's revision
     /// and Secret pick: its name, namespace, UID, resourceVersion, creation time, owners, the
-    /// annotations named in `kept` and its chain's digest ([`CACHED_CHAIN_SHA256`], the mark of a
-    /// summary). No spec
-    /// and no status: whoever reads more reads it whole ([`Self::is_summary`]).
+    /// annotations named in `kept` and its chain's digest ([`CACHED_CHAIN_SHA256`], the mark
+    /// of a summary). No spec and no status: whoever reads more reads it whole
+    /// ([`Self::is_summary`]).
     pub fn summary(&self, kept: &[&str]) -> CertificateRequest {
         let meta = &self.metadata;
         let mut annotations: BTreeMap<String, String> = meta

@@ -9,7 +9,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::picked_requests;
-use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY};
+use crate::api::certmanager::{CACHED_CHAIN_SHA256, Certificate, CertificateRequest, ISSUING, READY};
 use crate::certificates::fixtures;
 use crate::certificates::keys::annotation::CERTIFICATE_REVISION;
 use crate::controllers::certificate::testing::{scripted_with, with_condition, with_status};
@@ -78,6 +78,9 @@ fn rows() -> Vec<Row> {
     );
     let missing = json!({ "kind": "Status", "code": 404, "reason": "NotFound" });
     let replaced = serde_json::to_value(request(2, "9", "u2")).unwrap();
+    let mut marked = current.clone();
+    let annotations = marked.metadata.annotations.as_mut().unwrap();
+    annotations.insert(CACHED_CHAIN_SHA256.into(), "forged".into());
     let live = |cr: &CertificateRequest| Some((StatusCode::OK, serde_json::to_value(cr).unwrap()));
     vec![
         Row {
@@ -135,6 +138,14 @@ fn rows() -> Vec<Row> {
             in_flight: false,
             live: Some((StatusCode::NOT_FOUND, missing)),
             got: Got::Nothing,
+        },
+        Row {
+            name: "read live with a summary's mark a tenant wrote: whole, the mark dropped",
+            stored: summary(&current),
+            copy: None,
+            in_flight: false,
+            live: live(&marked),
+            got: Got::Whole,
         },
         Row {
             name: "replaced by another of its name: left out",
