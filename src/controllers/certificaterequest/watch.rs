@@ -47,18 +47,14 @@ pub fn is_ours(cr: &CertificateRequest) -> bool {
 
 /// Pure: the watch event the request cache and controller get, if any. A terminal request
 /// (Issued, Failed, Denied) is cached bare unless `keep_terminal` (the standalone controllers
-/// read it), and then as its summary.
+/// read it), and then kept whole here: [`request_event`] turns it into its summary.
 pub fn trim_request_event(
     event: Event<CertificateRequest>,
     keep_terminal: bool,
 ) -> Option<Event<CertificateRequest>> {
     let kept = |cr: &CertificateRequest| is_ours(cr) && !leaves_cache(cr, keep_terminal);
-    let cached = |cr: CertificateRequest| match slim(cr) {
-        cr if is_terminal(&cr) => summary(&cr),
-        cr => cr,
-    };
     match event {
-        Event::Apply(cr) if kept(&cr) => Some(Event::Apply(cached(cr))),
+        Event::Apply(cr) if kept(&cr) => Some(Event::Apply(slim(cr))),
         // A terminal request of ours stays as its bare name, never as a delete. kube-runtime
         // 5.0's `ReflectHandle::poll_next` takes the next `ObjectRef` from its channel and
         // looks it up in the store; when the object has left the store since the ref was sent,
@@ -69,7 +65,7 @@ pub fn trim_request_event(
         Event::Apply(cr) if is_ours(&cr) => Some(Event::Apply(bare(&cr))),
         // A foreign request never entered the cache (its spec is immutable): nothing to stall.
         Event::Apply(cr) => Some(Event::Delete(bare(&cr))),
-        Event::InitApply(cr) if kept(&cr) => Some(Event::InitApply(cached(cr))),
+        Event::InitApply(cr) if kept(&cr) => Some(Event::InitApply(slim(cr))),
         Event::InitApply(_) => None,
         Event::Delete(cr) => Some(Event::Delete(bare(&cr))),
         Event::Init => Some(Event::Init),
@@ -88,9 +84,10 @@ fn slim(mut cr: CertificateRequest) -> CertificateRequest {
     within_budget(cr)
 }
 
-/// What the standalone cache keeps of a terminal request: what picks it, not what reads it.
-fn summary(cr: &CertificateRequest) -> CertificateRequest {
-    cr.summary(&[CERTIFICATE_REVISION])
+/// What the standalone cache keeps of a terminal request of ours: what picks it, not what
+/// reads it. None for any other: the store keeps it as it is.
+fn finished_summary(cr: &CertificateRequest) -> Option<CertificateRequest> {
+    (is_ours(cr) && is_terminal(cr)).then(|| cr.summary(&[CERTIFICATE_REVISION]))
 }
 
 /// Pure: whether a request of ours is done with (Issued, Failed, Denied) and so leaves the
@@ -108,8 +105,8 @@ fn bare(cr: &CertificateRequest) -> CertificateRequest {
 }
 
 /// Observe: one request watch event. Forgets a deleted request, settles one that leaves the
-/// cache, sweeps at the end of a relist, keeps the whole copy of one the store keeps as a
-/// summary in `copies`, then trims the event.
+/// cache, sweeps at the end of a relist, then trims the event, and in standalone mode keeps a
+/// finished request's whole copy in `copies` and its summary for the store.
 pub fn request_event(
     event: Event<CertificateRequest>,
     ctx: &RequestContext,
@@ -135,22 +132,14 @@ pub fn request_event(
             ctx.core.shared.metrics.certificate_expiry.remove(&labels);
         }
     }
-    if keep_terminal {
-        remember_whole(&event, copies);
-    }
-    trim_request_event(event, keep_terminal)
-}
-
-/// Keeps the whole copy (slimmed as the cache would) of a terminal request of ours, which the
-/// store will hold as its summary; forgets a deleted one's.
-fn remember_whole(event: &Event<CertificateRequest>, copies: &Recent<CertificateRequest>) {
-    match event {
-        Event::Apply(cr) | Event::InitApply(cr) if is_ours(cr) && is_terminal(cr) => {
-            copies.remember(std::sync::Arc::new(slim(cr.clone())), false);
-        }
-        Event::Delete(cr) => copies.forget(&cr.metadata),
-        _ => {}
-    }
+    let event = trim_request_event(event, keep_terminal)?;
+    // In standalone mode a finished request goes into the store as its summary, whole into
+    // `copies`; a deleted one leaves `copies` too.
+    Some(if keep_terminal {
+        copies.summarise(event, finished_summary)
+    } else {
+        event
+    })
 }
 
 /// Drops what the manager holds for a deleted request: backoff, memory, what signing held, its

@@ -223,28 +223,28 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
             None,
         ),
         (
-            "issued, standalone: kept as its summary",
+            "issued, standalone: kept whole (request_event summarises it)",
             Event::Apply(issued.clone()),
             true,
-            Some(Event::Apply(summarised(&issued))),
+            Some(Event::Apply(trimmed(issued.clone()))),
         ),
         (
-            "failed, standalone: its summary, marked as holding no chain",
+            "failed, standalone: kept whole",
             Event::Apply(failed.clone()),
             true,
-            Some(Event::Apply(without_chain(summarised(&issued)))),
+            Some(Event::Apply(trimmed(failed.clone()))),
         ),
         (
             "issued on relist, standalone",
             Event::InitApply(issued.clone()),
             true,
-            Some(Event::InitApply(summarised(&issued))),
+            Some(Event::InitApply(trimmed(issued.clone()))),
         ),
         (
-            "a tenant's digest annotation on an issued request: replaced by the chain's",
+            "a tenant's digest annotation on an issued request: removed",
             Event::Apply(claiming(issued.clone())),
             true,
-            Some(Event::Apply(summarised(&issued))),
+            Some(Event::Apply(trimmed(issued.clone()))),
         ),
         (
             "a tenant's digest annotation on a pending request: removed",
@@ -426,9 +426,10 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     assert_eq!(ctx.expiry.len(), 1);
 }
 
-/// In standalone mode a finished request goes into the store as its summary and beside it whole
-/// (chain included, managedFields and a tenant's digest not), at its version; a pending one
-/// goes into the store whole and not beside it; a delete forgets the copy.
+/// In standalone mode a finished request goes into the store as its summary (its mark empty
+/// when it holds no chain) and beside it whole (chain included, managedFields and a tenant's
+/// digest not), at its version; a pending one goes into the store whole and not beside it; a
+/// delete forgets the copy.
 #[tokio::test]
 async fn standalone_keeps_a_finished_requests_whole_copy_beside_its_summary() {
     let ctx = standalone_context();
@@ -463,6 +464,20 @@ async fn standalone_keeps_a_finished_requests_whole_copy_beside_its_summary() {
         format!("{:?}", Some(Event::Apply(trimmed(pending))))
     );
     assert!(copies.get("apps", "web-2", Some("8"), false).is_none());
+
+    // A failed request holds no chain: its summary's mark is empty.
+    let mut failed = request("web-3", crate::api::GROUP, "web");
+    let status = failed.status.as_mut().unwrap();
+    status.certificate = None;
+    (status.conditions[0].status, status.conditions[0].reason) = ("False".into(), "Failed".into());
+    let seen = request_event(
+        Event::Apply(failed.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &copies,
+    );
+    let want = without_chain(summarised(&failed));
+    assert_eq!(format!("{seen:?}"), format!("{:?}", Some(Event::Apply(want))));
 
     request_event(Event::Delete(issued), &ctx, &mut Relist::default(), &copies);
     assert!(copies.get("apps", "web-1", Some("7"), false).is_none());
