@@ -87,15 +87,17 @@ pub fn certificates(bytes: &[u8]) -> Result<Vec<Vec<u8>>, DecodeError> {
     Ok(ders)
 }
 
-/// The DER of the leaf certificate of a PEM bundle, remembered by the bundle's SHA-256: the
-/// policy checks, readiness and the trigger each read the same unchanged `tls.crt`, and
-/// decoding and checking every certificate of its chain cost most of a Ready Certificate's
-/// reconcile.
+/// The DER of the leaf certificate of a PEM bundle. That the whole bundle is certificates is
+/// remembered by its SHA-256: the policy checks, readiness and the trigger each read the same
+/// unchanged `tls.crt`, and decoding and checking every certificate of its chain cost most of
+/// a Ready Certificate's reconcile. The leaf itself is decoded again from the first block
+/// (microseconds): keeping its DER for every Secret looked at was most of the memo's memory.
 pub fn leaf_certificate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
-    static MEMO: Memo<Vec<u8>> = Memo::new(MEMO_MAX);
-    MEMO.get_or(bytes, |bytes| {
-        certificates(bytes).map(|mut ders| ders.swap_remove(0))
-    })
+    static CHECKED: Memo<()> = Memo::new(MEMO_MAX);
+    CHECKED.get_or(bytes, |bytes| certificates(bytes).map(drop))?;
+    first_block(bytes, MAX_BUNDLE_PEM)
+        .map(pem::Pem::into_contents)
+        .map_err(DecodeError::BundlePem)
 }
 
 /// Entries beyond which a memo of this module starts over.

@@ -5,8 +5,8 @@ use kube::runtime::watcher;
 
 /// Objects per list page. kube-runtime's default of 500 decodes a whole page before any filter
 /// sees it: 500 objects a tenant made as large as the API server allows (about 1.5 MiB each)
-/// would be gigabytes. 25 such objects are under 40 MiB of JSON; a relist of 10,000 small
-/// objects costs 400 list calls instead of 20.
+/// would be gigabytes. 10 such objects are about 15 MiB of JSON; a relist of 10,000 small
+/// objects costs 1,000 list calls instead of 20.
 pub const LIST_PAGE: u32 = 10;
 
 /// The watch configuration every watch of tenant-written objects starts from.
