@@ -69,7 +69,27 @@ pub fn naming_secret(ctx: &CertificateContext, crt: &Certificate) -> Vec<Arc<Cer
     names
         .into_iter()
         .filter_map(|name| ctx.certificates.get(&ObjectRef::new(&name).within(&namespace)))
+        .filter(|c| named_secrets(c).contains(&crt.spec.secret_name))
         .collect()
+}
+
+/// The Secrets a Certificate names: `secretName`, and its keystores' password Secrets.
+pub fn named_secrets(crt: &Certificate) -> Vec<String> {
+    let stores = crt.spec.keystores.as_ref();
+    let password_refs = [
+        stores
+            .and_then(|k| k.pkcs12.as_ref())
+            .and_then(|p| p.password_secret_ref.as_ref()),
+        stores
+            .and_then(|k| k.jks.as_ref())
+            .and_then(|j| j.password_secret_ref.as_ref()),
+    ];
+    let mut names: Vec<String> = std::iter::once(crt.spec.secret_name.clone())
+        .chain(password_refs.iter().flatten().map(|r| r.name.clone()))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The objects `index` files under `crt`'s UID, from `store`.

@@ -17,7 +17,7 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use super::observe::{is_ours, settled};
+use super::observe::{is_ours, named_secrets, settled};
 use super::summary::secret_summary;
 use super::{
     CertificateContext, Error, Settings, approver, issuing, keymanager, readiness, requestmanager,
@@ -54,7 +54,7 @@ pub struct Indexes {
     pub requests: Index<CertificateRequest>,
     /// Cached Secrets by the UID of their controlling Certificate (next-key Secrets).
     pub key_secrets: Index<Secret>,
-    /// Certificates by the Secrets they name ([`named_secrets`]).
+    /// Certificates by the Secrets they name ([`named_secrets`](super::observe::named_secrets)).
     pub certificates: Index<Certificate>,
 }
 
@@ -269,25 +269,6 @@ pub fn certificates_for_secret(
         .collect();
     out.extend(owner_of(store, meta));
     out
-}
-
-/// The Secrets a Certificate names: `secretName`, and its keystores' password Secrets.
-pub fn named_secrets(crt: &Certificate) -> Vec<String> {
-    let stores = crt.spec.keystores.as_ref();
-    let password_refs = [
-        stores
-            .and_then(|k| k.pkcs12.as_ref())
-            .and_then(|p| p.password_secret_ref.as_ref()),
-        stores
-            .and_then(|k| k.jks.as_ref())
-            .and_then(|j| j.password_secret_ref.as_ref()),
-    ];
-    let mut names: Vec<String> = std::iter::once(crt.spec.secret_name.clone())
-        .chain(password_refs.iter().flatten().map(|r| r.name.clone()))
-        .collect();
-    names.sort();
-    names.dedup();
-    names
 }
 
 /// Runs the two watches until the process ends.
