@@ -88,9 +88,25 @@ pub struct CertificateRequestSpec {
     #[serde(flatten)]
     #[schemars(skip)]
     pub unknown: Unknown,
+    /// Set only on the summary a cache keeps of a finished request ([`CertificateRequest::summary`]);
+    /// never read from the API nor written to it, so no one but this process can set it.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub summarised: Option<Box<Summarised>>,
 }
 
 crate::api::crd::optional_spec!(CertificateRequestSpec);
+
+/// What a cached summary keeps of a finished request beside its identity: boxed, and not as
+/// annotations, since a map's first node alone is 544 bytes (most of a summary's memory, at
+/// thousands of requests).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summarised {
+    /// The revision it was made for, parsed from its annotation.
+    pub revision: Option<i64>,
+    /// The SHA-256 of its chain; None when it holds none.
+    pub chain_sha256: Option<[u8; 32]>,
+}
 
 /// What the issuer (and the approver) answered.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -148,29 +164,17 @@ impl CertificateRequestStatus {
     }
 }
 
-/// Set on every request summary the request watch caches ([`CertificateRequest::summary`], and
-/// removed from every other request it caches): the chain's SHA-256, hex, or empty when the
-/// request holds no chain. Its presence is what marks a summary. It lives only in this
-/// process's cache: the controllers apply a request's status alone, so it is never written
-/// back.
-pub const CACHED_CHAIN_SHA256: &str = "cfssl-issuer.wikimedia.org/cached-chain-sha256";
-
-fn sha256_hex(bytes: &[u8]) -> String {
+fn sha256(bytes: &[u8]) -> [u8; 32] {
     use sha2::Digest as _;
-    hex::encode(sha2::Sha256::digest(bytes))
+    sha2::Sha256::digest(bytes).into()
 }
 
 impl CertificateRequest {
-    /// Whether the request was issued exactly `chain`: by its chain, or by the digest the cache
+    /// Whether the request was issued exactly `chain`: by its chain, or by the digest a summary
     /// keeps in its place.
     pub fn issued_chain(&self, chain: &[u8]) -> bool {
-        if let Some(digest) = self
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(CACHED_CHAIN_SHA256))
-        {
-            return !digest.is_empty() && *digest == sha256_hex(chain);
+        if let Some(summarised) = &self.spec.summarised {
+            return summarised.chain_sha256 == Some(sha256(chain));
         }
         self.status
             .as_ref()
@@ -178,27 +182,30 @@ impl CertificateRequest {
             .is_some_and(|c| c.0 == chain)
     }
 
+    /// The revision it was made for: a summary's, or the one its annotation `annotation`
+    /// (cert-manager's revision annotation) gives.
+    pub fn revision(&self, annotation: &str) -> Option<i64> {
+        match &self.spec.summarised {
+            Some(summarised) => summarised.revision,
+            None => self.metadata.annotations.as_ref()?.get(annotation)?.parse().ok(),
+        }
+    }
+
     /// What a cache keeps of a finished request to tell which one a Certificate's revision
-    /// and Secret pick: its name, namespace, UID, resourceVersion, creation time, owners, the
-    /// annotations named in `kept` and its chain's digest ([`CACHED_CHAIN_SHA256`], the mark
-    /// of a summary). No spec and no status: whoever reads more reads it whole
-    /// ([`Self::is_summary`]).
-    pub fn summary(&self, kept: &[&str]) -> CertificateRequest {
+    /// and Secret pick: its name, namespace, UID, resourceVersion, creation time, owners, and
+    /// [`Summarised`] (its revision, read from `annotation`, and its chain's digest). No other
+    /// annotation, spec or status: whoever reads more reads it whole ([`Self::is_summary`]).
+    pub fn summary(&self, annotation: &str) -> CertificateRequest {
         let meta = &self.metadata;
-        let mut annotations: BTreeMap<String, String> = meta
-            .annotations
-            .iter()
-            .flatten()
-            .filter(|(key, _)| kept.contains(&key.as_str()))
-            .map(|(key, value)| (key.clone(), value.clone()))
-            .collect();
         let chain = self.status.as_ref().and_then(|s| s.certificate.as_ref());
-        let digest = chain.map(|chain| sha256_hex(&chain.0)).unwrap_or_default();
-        annotations.insert(CACHED_CHAIN_SHA256.to_string(), digest);
-        let mut summary = CertificateRequest::new(
-            &meta.name.clone().unwrap_or_default(),
-            CertificateRequestSpec::default(),
-        );
+        let spec = CertificateRequestSpec {
+            summarised: Some(Box::new(Summarised {
+                revision: self.revision(annotation),
+                chain_sha256: chain.map(|chain| sha256(&chain.0)),
+            })),
+            ..CertificateRequestSpec::default()
+        };
+        let mut summary = CertificateRequest::new(&meta.name.clone().unwrap_or_default(), spec);
         summary.metadata = ObjectMeta {
             name: meta.name.clone(),
             namespace: meta.namespace.clone(),
@@ -206,7 +213,6 @@ impl CertificateRequest {
             resource_version: meta.resource_version.clone(),
             creation_timestamp: meta.creation_timestamp.clone(),
             owner_references: meta.owner_references.clone(),
-            annotations: Some(annotations),
             ..ObjectMeta::default()
         };
         summary
@@ -214,10 +220,7 @@ impl CertificateRequest {
 
     /// Whether a cached request is a summary, to be had whole from the copies or read live.
     pub fn is_summary(&self) -> bool {
-        self.metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(CACHED_CHAIN_SHA256))
+        self.spec.summarised.is_some()
     }
 
     /// The condition of `type_`, if there is a status and it has one.
@@ -228,5 +231,41 @@ impl CertificateRequest {
     /// Whether the condition of `type_` is present with status `True`.
     pub fn has_true(&self, type_: &str) -> bool {
         self.condition(type_).is_some_and(Condition::is_true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Only this process makes a summary: a `summarised` field written to the API is an
+    /// unknown field, never the summary's, and a summary writes nothing of it back.
+    #[test]
+    fn a_summary_is_never_read_from_nor_written_to_the_api() {
+        let claimed: CertificateRequest = serde_json::from_value(json!({
+            "metadata": { "name": "web-1", "namespace": "apps",
+                "annotations": { "cert-manager.io/certificate-revision": "3" } },
+            "spec": { "request": "", "issuerRef": { "name": "ca" },
+                "summarised": { "revision": 9, "chainSha256": null } },
+            "status": { "certificate": "Q0VSVA==" },
+        }))
+        .unwrap();
+        assert!(!claimed.is_summary());
+        assert_eq!(claimed.revision("cert-manager.io/certificate-revision"), Some(3));
+        assert!(claimed.issued_chain(b"CERT"));
+
+        let summary = claimed.summary("cert-manager.io/certificate-revision");
+        assert!(summary.is_summary());
+        assert_eq!(summary.revision("cert-manager.io/certificate-revision"), Some(3));
+        assert_eq!(summary.metadata.annotations, None);
+        assert!(summary.issued_chain(b"CERT"));
+        assert!(!summary.issued_chain(b"CERT2"));
+        let written = serde_json::to_value(&summary).unwrap();
+        assert_eq!(
+            written["spec"],
+            json!({ "request": "", "issuerRef": { "name": "" } })
+        );
     }
 }

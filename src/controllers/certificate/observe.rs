@@ -35,11 +35,9 @@ pub fn controlled_by(meta: &ObjectMeta, crt: &Certificate) -> bool {
         .any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
-/// The revision a request was made for, from its annotation.
+/// The revision a request was made for, from its annotation (or its summary).
 pub fn revision_of(cr: &CertificateRequest) -> Option<i64> {
-    cr.annotations()
-        .get(annotation::CERTIFICATE_REVISION)
-        .and_then(|r| r.parse().ok())
+    cr.revision(annotation::CERTIFICATE_REVISION)
 }
 
 /// The revision now in the Secret (0 before the first issuance).
@@ -356,7 +354,7 @@ mod in_flight_tests {
     /// As the standalone request cache holds a signed request: its summary, with its chain's
     /// digest.
     fn chainless(cr: &Arc<CertificateRequest>) -> Arc<CertificateRequest> {
-        Arc::new(cr.summary(&[annotation::CERTIFICATE_REVISION]))
+        Arc::new(cr.summary(annotation::CERTIFICATE_REVISION))
     }
 
     /// The current request is the one whose certificate the Secret holds when its revision

@@ -34,7 +34,7 @@ use super::budget::within_budget;
 use super::observe::is_terminal;
 use super::{RequestContext, expiry_labels, request_key};
 use crate::api::IssuerKind;
-use crate::api::certmanager::{CACHED_CHAIN_SHA256, CertificateRequest, CertificateRequestSpec};
+use crate::api::certmanager::{CertificateRequest, CertificateRequestSpec};
 use crate::certificates::keys::annotation::CERTIFICATE_REVISION;
 use crate::controllers::kit::recent::Recent;
 use crate::controllers::kit::wiring::Relist;
@@ -74,20 +74,16 @@ pub fn trim_request_event(
 }
 
 /// A request of ours as the cache or its copies keep it: no managedFields (nothing reads
-/// them), its body only within the budget, and no chain digest a tenant wrote (only the
-/// summary says a chain was dropped).
+/// them), its body only within the budget.
 fn slim(mut cr: CertificateRequest) -> CertificateRequest {
     cr.metadata.managed_fields = None;
-    if let Some(annotations) = cr.metadata.annotations.as_mut() {
-        annotations.remove(CACHED_CHAIN_SHA256);
-    }
     within_budget(cr)
 }
 
 /// What the standalone cache keeps of a terminal request of ours: what picks it, not what
 /// reads it. None for any other: the store keeps it as it is.
 fn finished_summary(cr: &CertificateRequest) -> Option<CertificateRequest> {
-    (is_ours(cr) && is_terminal(cr)).then(|| cr.summary(&[CERTIFICATE_REVISION]))
+    (is_ours(cr) && is_terminal(cr)).then(|| cr.summary(CERTIFICATE_REVISION))
 }
 
 /// Pure: whether a request of ours is done with (Issued, Failed, Denied) and so leaves the

@@ -105,7 +105,7 @@ fn verdict_table() {
         },
         Row {
             name: "finished, as the cache keeps it (a summary)",
-            request: request_of(&crt).summary(&[annotation::CERTIFICATE_REVISION]),
+            request: request_of(&crt).summary(annotation::CERTIFICATE_REVISION),
             owner: Some(&crt),
             next_key: key,
             want: Verdict::NotOurs,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use kube::{Api, ResourceExt};
 
 use super::{current_revision, next_revision, owned_requests, revision_of, settled};
-use crate::api::certmanager::{CACHED_CHAIN_SHA256, Certificate, CertificateRequest};
+use crate::api::certmanager::{Certificate, CertificateRequest};
 use crate::controllers::certificate::{CertificateContext, Error};
 
 /// The requests `crt` controls, those of its current and next revision whole (while `crt` is
@@ -50,8 +50,8 @@ async fn whole(
 }
 
 /// One live GET of the request `cached` stands for, as the cache would hold it whole (no
-/// managedFields, no summary mark a tenant wrote); `None` when it is gone or another object
-/// took its name (the watch says so next).
+/// managedFields); `None` when it is gone or another object took its name (the watch says so
+/// next).
 pub async fn live_request(
     ctx: &CertificateContext,
     cached: &CertificateRequest,
@@ -68,9 +68,6 @@ pub async fn live_request(
         .filter(|live| live.metadata.uid == cached.metadata.uid)
         .map(|mut live| {
             live.metadata.managed_fields = None;
-            if let Some(annotations) = live.metadata.annotations.as_mut() {
-                annotations.remove(CACHED_CHAIN_SHA256);
-            }
             live
         }))
 }

@@ -9,7 +9,7 @@ use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use super::picked_requests;
-use crate::api::certmanager::{CACHED_CHAIN_SHA256, Certificate, CertificateRequest, ISSUING, READY};
+use crate::api::certmanager::{Certificate, CertificateRequest, ISSUING, READY};
 use crate::certificates::fixtures;
 use crate::certificates::keys::annotation::CERTIFICATE_REVISION;
 use crate::controllers::certificate::testing::{scripted_with, with_condition, with_status};
@@ -50,7 +50,7 @@ fn request(revision: i64, version: &str, uid: &str) -> CertificateRequest {
 }
 
 fn summary(cr: &CertificateRequest) -> CertificateRequest {
-    cr.summary(&[CERTIFICATE_REVISION])
+    cr.summary(CERTIFICATE_REVISION)
 }
 
 /// What the pass gets: whole, a summary, or nothing.
@@ -78,9 +78,10 @@ fn rows() -> Vec<Row> {
     );
     let missing = json!({ "kind": "Status", "code": 404, "reason": "NotFound" });
     let replaced = serde_json::to_value(request(2, "9", "u2")).unwrap();
-    let mut marked = current.clone();
-    let annotations = marked.metadata.annotations.as_mut().unwrap();
-    annotations.insert(CACHED_CHAIN_SHA256.into(), "forged".into());
+    // A tenant may write any field: `summarised` is one the API never gives us.
+    let mut marked = serde_json::to_value(&current).unwrap();
+    marked["spec"]["summarised"] = json!({ "revision": 2, "chainSha256": null });
+    let marked: CertificateRequest = serde_json::from_value(marked).unwrap();
     let live = |cr: &CertificateRequest| Some((StatusCode::OK, serde_json::to_value(cr).unwrap()));
     vec![
         Row {
@@ -140,7 +141,7 @@ fn rows() -> Vec<Row> {
             got: Got::Nothing,
         },
         Row {
-            name: "read live with a summary's mark a tenant wrote: whole, the mark dropped",
+            name: "read live with a `summarised` field a tenant wrote: whole",
             stored: summary(&current),
             copy: None,
             in_flight: false,

@@ -5,6 +5,7 @@ use kube::runtime::reflector;
 use serde_json::json;
 
 use super::*;
+use crate::api::certmanager::Summarised;
 use crate::controllers::kit::testing::{shared, shared_with};
 use crate::controllers::signing::Issuers;
 use crate::controllers::signing::once::Signing;
@@ -83,32 +84,40 @@ fn trimmed(mut cr: CertificateRequest) -> CertificateRequest {
 }
 
 /// As cached in standalone mode once finished: its name, namespace, UID and owners (the
-/// fixture has no version or creation time), no annotation but the chain's SHA-256, no spec
-/// and no status.
+/// fixture has no version, creation time or revision), no annotation, spec or status but its
+/// chain's SHA-256.
 fn summarised(cr: &CertificateRequest) -> CertificateRequest {
-    let mut summary = CertificateRequest::new(&cr.name_any(), CertificateRequestSpec::default());
+    // sha256("CERT"), the fixture's chain.
+    let digest = hex::decode("fc3c8e63b513125abcbc527c9b18c1a1dad76f87d03b127609a89603d5d0c5c1").unwrap();
+    let spec = CertificateRequestSpec {
+        summarised: Some(Box::new(Summarised {
+            revision: None,
+            chain_sha256: Some(digest.try_into().unwrap()),
+        })),
+        ..CertificateRequestSpec::default()
+    };
+    let mut summary = CertificateRequest::new(&cr.name_any(), spec);
     summary.metadata.namespace.clone_from(&cr.metadata.namespace);
     summary.metadata.uid.clone_from(&cr.metadata.uid);
     summary
         .metadata
         .owner_references
         .clone_from(&cr.metadata.owner_references);
-    summary.metadata.annotations = Some(
-        [(
-            CACHED_CHAIN_SHA256.to_string(),
-            // sha256("CERT"), the fixture's chain.
-            "fc3c8e63b513125abcbc527c9b18c1a1dad76f87d03b127609a89603d5d0c5c1".to_string(),
-        )]
-        .into(),
-    );
     summary
 }
 
-/// A summary of a request that holds no chain: the mark's digest empty.
+/// A summary of a request that holds no chain.
 fn without_chain(mut summary: CertificateRequest) -> CertificateRequest {
-    let annotations = summary.metadata.annotations.as_mut().unwrap();
-    annotations.insert(CACHED_CHAIN_SHA256.to_string(), String::new());
+    summary.spec.summarised.as_mut().unwrap().chain_sha256 = None;
     summary
+}
+
+/// `cr` with a `summarised` field in its spec, as a tenant may write one: to the API it is an
+/// unknown field, never the summary's.
+fn claiming(cr: &CertificateRequest) -> CertificateRequest {
+    let mut value = serde_json::to_value(cr).unwrap();
+    value["spec"]["summarised"] = json!({ "revision": 1, "chainSha256": null });
+    serde_json::from_value(value).unwrap()
 }
 
 fn bare(name: &str) -> CertificateRequest {
@@ -190,11 +199,6 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
     let mut failed = with_ready("False", "Failed");
     failed.status.as_mut().unwrap().certificate = None;
     let pending = pending("r", "web");
-    let claiming = |mut cr: CertificateRequest| {
-        let annotations = cr.metadata.annotations.as_mut().unwrap();
-        annotations.insert(CACHED_CHAIN_SHA256.into(), "forged".into());
-        cr
-    };
     type E = Event<CertificateRequest>;
     // (row, event, keep_terminal, want)
     let cases: Vec<(&str, E, bool, Option<E>)> = vec![
@@ -241,16 +245,16 @@ fn terminal_requests_are_cached_bare_outside_standalone() {
             Some(Event::InitApply(trimmed(issued.clone()))),
         ),
         (
-            "a tenant's digest annotation on an issued request: removed",
-            Event::Apply(claiming(issued.clone())),
+            "a tenant's `summarised` on an issued request: an unknown field, kept whole",
+            Event::Apply(claiming(&issued)),
             true,
-            Some(Event::Apply(trimmed(issued.clone()))),
+            Some(Event::Apply(trimmed(claiming(&issued)))),
         ),
         (
-            "a tenant's digest annotation on a pending request: removed",
-            Event::Apply(claiming(pending.clone())),
+            "a tenant's `summarised` on a pending request: an unknown field, kept whole",
+            Event::Apply(claiming(&pending)),
             true,
-            Some(Event::Apply(trimmed(pending.clone()))),
+            Some(Event::Apply(trimmed(claiming(&pending)))),
         ),
         (
             "signed but not yet marked Issued (a lost write), standalone: chain kept",
@@ -426,32 +430,32 @@ async fn an_issued_request_leaving_the_cache_drops_backoff_and_memory() {
     assert_eq!(ctx.expiry.len(), 1);
 }
 
-/// In standalone mode a finished request goes into the store as its summary (its mark empty
-/// when it holds no chain) and beside it whole (chain included, managedFields and a tenant's
-/// digest not), at its version; a pending one goes into the store whole and not beside it; a
-/// delete forgets the copy.
+/// In standalone mode a finished request goes into the store as its summary (no digest when
+/// it holds no chain; a tenant's `summarised` field changes nothing) and beside it whole
+/// (chain included, managedFields not), at its version; a pending one goes into the store
+/// whole and not beside it; a delete forgets the copy.
 #[tokio::test]
 async fn standalone_keeps_a_finished_requests_whole_copy_beside_its_summary() {
     let ctx = standalone_context();
     let copies = Recent::default();
     let mut issued = request("web-1", crate::api::GROUP, "web");
     issued.metadata.resource_version = Some("7".into());
-    let mut forged = issued.clone();
-    forged
-        .metadata
-        .annotations
-        .as_mut()
-        .unwrap()
-        .insert(CACHED_CHAIN_SHA256.into(), "forged".into());
+    let forged = claiming(&issued);
     let mut pending = pending("web-2", "web");
     pending.metadata.resource_version = Some("8".into());
 
-    let seen = request_event(Event::Apply(forged), &ctx, &mut Relist::default(), &copies);
+    let seen = request_event(
+        Event::Apply(forged.clone()),
+        &ctx,
+        &mut Relist::default(),
+        &copies,
+    );
     let mut want = summarised(&issued);
     want.metadata.resource_version = Some("7".into());
     assert_eq!(format!("{seen:?}"), format!("{:?}", Some(Event::Apply(want))));
     let whole = copies.get("apps", "web-1", Some("7"), false);
-    assert_eq!(whole.as_deref(), Some(&trimmed(issued.clone())));
+    assert_eq!(whole.as_deref(), Some(&trimmed(forged)));
+    assert!(!whole.unwrap().is_summary());
 
     let seen = request_event(
         Event::Apply(pending.clone()),
