@@ -469,7 +469,7 @@ async fn standalone_keeps_a_finished_requests_whole_copy_beside_its_summary() {
     );
     assert!(copies.get("apps", "web-2", Some("8"), false).is_none());
 
-    // A failed request holds no chain: its summary's mark is empty.
+    // A failed request holds no chain: its summary has no digest.
     let mut failed = request("web-3", crate::api::GROUP, "web");
     let status = failed.status.as_mut().unwrap();
     status.certificate = None;
