@@ -1,9 +1,12 @@
 //! One timed phase of the standalone bench: N Certificates issued, or renewed, together; what
 //! the manager spent on them, taken from the API server's counts less the bench's own requests.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
+use k8s_openapi::api::events::v1::Event;
 use kube::Client;
+use kube::api::{Api, ListParams};
 
 use cfssl_issuer::api::certmanager::Certificate;
 use cfssl_issuer::pki::keys::KeySpec;
@@ -49,6 +52,8 @@ pub struct Outcome {
     pub bench_cpu: Duration,
     /// The Certificates as they ended the phase.
     pub certificates: Vec<Certificate>,
+    /// Events posted in the phase's namespace during it, by type and reason.
+    pub events: BTreeMap<String, u64>,
 }
 
 /// Writes of any kind (create, update, patch, delete) in `counts`.
@@ -131,29 +136,39 @@ impl Bench<'_> {
             .map(|i| fleet::certificate(namespace, &format!("crt-{i:05}"), issuer, key))
             .collect::<anyhow::Result<Vec<_>>>()?;
         let signed = self.ca.issued_count();
+        let events = self.events(namespace).await?;
         self.server.reset_counts();
         let (start, meters) = (tokio::time::Instant::now(), Meters::start(self.manager));
         fleet::create_all(self.client, namespace, &certificates, CLIENT_CONCURRENCY).await?;
         eprintln!("  created {n} Certificates in {:.2?}", start.elapsed());
         let settled = self.settle(namespace, n, 1).await?;
-        let own = [(Verb::Create, "certificates", n as u64)];
+        let own = [
+            (Verb::Create, "certificates", n as u64),
+            (Verb::List, "events", 1),
+        ];
         let name = match n == self.n {
             true => format!("issue {}", describe(key)),
             false => format!("issue {}, N={n}", describe(key)),
         };
-        Ok(self.outcome(name, (start, &meters), settled, &own, signed, (key, 1)))
+        let mut outcome = self.outcome(name, (start, &meters), settled, &own, signed, (key, 1));
+        outcome.events = since(&events, &self.events(namespace).await?);
+        Ok(outcome)
     }
 
     /// The Certificates of `before` renewed together: a manual trigger on each (as `cmctl
     /// renew`), timed from the first trigger until every one is Ready at revision 2.
     pub async fn renew(&self, namespace: &str, before: &Outcome, key: KeySpec) -> anyhow::Result<Outcome> {
         let signed = self.ca.issued_count();
+        let events = self.events(namespace).await?;
         self.server.reset_counts();
         let (start, meters) = (tokio::time::Instant::now(), Meters::start(self.manager));
         fleet::trigger_all(self.client, namespace, &before.certificates, CLIENT_CONCURRENCY).await?;
         eprintln!("  triggered {} renewals in {:.2?}", self.n, start.elapsed());
         let settled = self.settle(namespace, self.n, 2).await?;
-        let own = [(Verb::Patch, "certificates/status", self.n as u64)];
+        let own = [
+            (Verb::Patch, "certificates/status", self.n as u64),
+            (Verb::List, "events", 1),
+        ];
         let mut outcome = self.outcome(
             format!("renew {} (manual trigger)", describe(key)),
             (start, &meters),
@@ -162,6 +177,7 @@ impl Bench<'_> {
             signed,
             (key, 2),
         );
+        outcome.events = since(&events, &self.events(namespace).await?);
         let previous = &before.check.public_keys;
         outcome.rotated = Some(
             outcome
@@ -218,6 +234,7 @@ impl Bench<'_> {
             signed: self.ca.issued_count() - signed_before,
             check,
             rotated: None,
+            events: BTreeMap::new(),
             reissued,
             peak_kib: self.manager.peak_rss_kib().unwrap_or(0),
             manager_cpu,
@@ -225,6 +242,36 @@ impl Bench<'_> {
             certificates: settled.certificates,
         }
     }
+}
+
+impl Bench<'_> {
+    /// The Events in `namespace` by type and reason, in one list (the bench's own request).
+    async fn events(&self, namespace: &str) -> anyhow::Result<BTreeMap<String, u64>> {
+        let events = Api::<Event>::namespaced(self.client.clone(), namespace)
+            .list(&ListParams::default())
+            .await?;
+        let mut out = BTreeMap::new();
+        for event in events {
+            let kind = event.type_.unwrap_or_default();
+            let reason = event.reason.unwrap_or_default();
+            *out.entry(format!("{kind} {reason}")).or_default() += 1;
+        }
+        Ok(out)
+    }
+}
+
+/// What `after` counts more than `before`.
+fn since(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(reason, n)| {
+            (
+                reason.clone(),
+                n.saturating_sub(before.get(reason).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect()
 }
 
 pub fn describe(key: KeySpec) -> String {

@@ -300,5 +300,11 @@ fn details(s: &Settings, f: &Figures) {
             "{}",
             load::per_request_table(&p.counts, p.n as u64).replace("/request", "/Cert")
         );
+        if !p.events.is_empty() {
+            println!("Events in the phase by type and reason, per Certificate:");
+            for (reason, n) in &p.events {
+                println!("  {reason:<44} {n:>6} {:>9.3}/Cert", *n as f64 / p.n as f64);
+            }
+        }
     }
 }
