@@ -146,10 +146,13 @@ impl KeyFacts {
 /// [`private_key`]'s [`KeyFacts`], remembered by the SHA-256 of the PEM (never the key itself):
 /// decoding and checking a key, then deriving its public half, cost more than the rest of a
 /// policy check of a Ready Certificate (an RSA key's check most of all), and each look at an
-/// unchanged Secret would pay it again.
+/// unchanged Secret would pay it again. Derived here, not through [`KeyFacts::of`]: its memo
+/// would hold the same facts a second time for every Secret looked at.
 pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
     static MEMO: Memo<KeyFacts> = Memo::new(MEMO_MAX);
-    MEMO.get_or(bytes, |bytes| private_key(bytes).map(|key| KeyFacts::of(&key)))
+    MEMO.get_or(bytes, |bytes| {
+        private_key(bytes).map(|key| KeyFacts::derive(&key))
+    })
 }
 
 /// Whether the public key `public` (from a certificate or CSR) is the public half of `key`;
