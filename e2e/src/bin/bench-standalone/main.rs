@@ -20,8 +20,9 @@
 //!
 //! Printed per phase: Certificates/s, the manager's and this process's CPU per Certificate
 //! (from `/proc`, as `bench` does; this process is the test API server, simple-cfssl and the
-//! client), API writes per Certificate with and without Events, and the manager's API requests
-//! by verb and resource. Targets are printed beside the figures, never asserted.
+//! client), API writes per Certificate with and without Events, the manager's API requests by
+//! verb and resource, and the Events posted by type and reason. Targets are printed beside the
+//! figures, never asserted.
 //!
 //! Environment: `BENCH_N` (1000), `BENCH_SCALE_N` (5 N), `BENCH_READY` (10000),
 //! `BENCH_IDLE_SECS` (60), `BENCH_CONCURRENCY` (8, the manager's `--concurrency`),
