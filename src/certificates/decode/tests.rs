@@ -89,6 +89,26 @@ fn certificate_errors_read_as_cert_manager_s() {
     assert_eq!(leaf_certificate(&cert).map(|d| d.is_empty()), Ok(false));
 }
 
+/// The leaf is the bundle's first certificate, on the first read and on a remembered one; a
+/// bundle with a block that is no certificate fails every time (errors are not remembered).
+#[test]
+fn leaf_certificate_is_the_first_of_a_sound_bundle() {
+    let leaf = certificate_pem(&fixtures::spec(), fixtures::ec(), (2026, 1, 1), (2026, 4, 1));
+    let other = certificate_pem(&fixtures::spec(), fixtures::ec(), (2025, 1, 1), (2025, 4, 1));
+    let want = certificates(&leaf).unwrap().remove(0);
+    let bundle = [leaf.clone(), other].concat();
+    for _ in 0..2 {
+        assert_eq!(leaf_certificate(&bundle), Ok(want.clone()));
+    }
+    let bad = [leaf, key_pem(fixtures::ec())].concat();
+    for _ in 0..2 {
+        let err = leaf_certificate(&bad)
+            .expect_err("a key in the bundle")
+            .to_string();
+        assert!(err.starts_with("error parsing X.509 certificate: "), "{err}");
+    }
+}
+
 #[test]
 fn public_keys_equal_compares_algorithm_and_key() {
     use crate::pki::keys::KeySpec;

@@ -320,6 +320,8 @@ pub fn describe(crt: &Certificate) -> String {
 }
 
 #[cfg(test)]
+mod naming_tests;
+#[cfg(test)]
 mod secret_tests;
 
 #[cfg(test)]

@@ -132,7 +132,7 @@ pub fn scripted_with(
 }
 
 /// A store holding `objects`.
-fn filled<K>(objects: Vec<K>) -> kube::runtime::reflector::Store<K>
+pub fn filled<K>(objects: Vec<K>) -> kube::runtime::reflector::Store<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {

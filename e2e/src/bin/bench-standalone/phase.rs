@@ -242,9 +242,7 @@ impl Bench<'_> {
             certificates: settled.certificates,
         }
     }
-}
 
-impl Bench<'_> {
     /// The Events in `namespace` by type and reason, in one list (the bench's own request).
     async fn events(&self, namespace: &str) -> anyhow::Result<BTreeMap<String, u64>> {
         let events = Api::<Event>::namespaced(self.client.clone(), namespace)
