@@ -40,6 +40,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
+use super::kit::later::Later;
 use super::kit::plan::{self, FullPlan, Next, Requeue, Target, Write};
 use super::kit::recent::Recent;
 use super::kit::secrets::SecretIndex;
@@ -63,6 +64,8 @@ pub struct CertificateContext {
     pub secrets: Store<Secret>,
     /// The whole copies of the issued Secrets most recently seen.
     pub recent: Recent<Secret>,
+    /// When each Certificate is looked at again if nothing changes.
+    pub later: Later<Certificate>,
     /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
     pub secret_names: SecretIndex,
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
@@ -200,6 +203,7 @@ impl CertificateContext {
             secrets,
             secret_names: SecretIndex::default(),
             recent: Recent::default(),
+            later: Later::default(),
             request_copies: Recent::default(),
             indexes,
             volume_notes: approver::volume::Said::default(),

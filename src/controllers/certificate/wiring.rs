@@ -126,7 +126,10 @@ async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Resul
         };
         soonest = soonest.soonest(next);
     }
-    Ok(soonest.into())
+    // Kept compactly beside the controller, not in kube-runtime's scheduler: most
+    // Certificates wait days for their renewal (`kit::later`).
+    ctx.later.set(&crt, soonest.wait());
+    Ok(Action::await_change())
 }
 
 /// The Certificate controllers and the watches feeding them, ready to run.
@@ -201,6 +204,7 @@ fn certificate_controller(
             }
             certificates_for_secret(&for_meta, &meta_index, &s.metadata)
         })
+        .reconcile_on(ctx.later.wakes())
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(lifecycle, |_, never: &Infallible, _| match *never {}, ctx);
     drive(controller)

@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod index;
+pub mod later;
 pub mod plan;
 pub mod rate;
 pub mod recent;

@@ -189,6 +189,11 @@ impl Requeue {
         Requeue(Some(after))
     }
 
+    /// How long until the object is looked at again; `None`: only on a change.
+    pub const fn wait(self) -> Option<Duration> {
+        self.0
+    }
+
     /// The sooner of the two.
     #[must_use]
     pub fn soonest(self, other: Requeue) -> Requeue {
