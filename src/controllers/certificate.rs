@@ -40,6 +40,7 @@ pub use super::kit::Error;
 use super::kit::Shared;
 use super::kit::backoff::{self, Backoff};
 use super::kit::events::Events;
+use super::kit::funnel::Funnel;
 use super::kit::later::Later;
 use super::kit::plan::{self, FullPlan, Next, Requeue, Target, Write};
 use super::kit::recent::Recent;
@@ -66,6 +67,8 @@ pub struct CertificateContext {
     pub recent: Recent<Secret>,
     /// When each Certificate is looked at again if nothing changes.
     pub later: Later<Certificate>,
+    /// The line every trigger of the Certificate controller waits in.
+    pub funnel: Funnel<Certificate>,
     /// Which other Secrets exist (the metadata watch), to skip GETs of ones that do not.
     pub secret_names: SecretIndex,
     /// Requests and key Secrets by owner, Certificates by the Secrets they name.
@@ -204,6 +207,7 @@ impl CertificateContext {
             secret_names: SecretIndex::default(),
             recent: Recent::default(),
             later: Later::default(),
+            funnel: Funnel::new(1),
             request_copies: Recent::default(),
             indexes,
             volume_notes: approver::volume::Said::default(),

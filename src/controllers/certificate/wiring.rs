@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt, future};
+use futures::{FutureExt, StreamExt, future, stream};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -28,6 +28,7 @@ use crate::certificates::keys::label;
 use crate::certificates::next_key;
 use crate::certificates::secret::{CERT_MANAGER_SECRET_MANAGERS, compact_fields_v1, data_bytes};
 use crate::controllers::kit::Shared;
+use crate::controllers::kit::funnel::Funnel;
 use crate::controllers::kit::index::{Index, controller_uid};
 use crate::controllers::kit::plan::Requeue;
 use crate::controllers::kit::recent::Recent;
@@ -129,6 +130,7 @@ async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Resul
     // Kept compactly beside the controller, not in kube-runtime's scheduler: most
     // Certificates wait days for their renewal (`kit::later`).
     ctx.later.set(&crt, soonest.wait());
+    ctx.funnel.done(&crt);
     Ok(Action::await_change())
 }
 
@@ -164,6 +166,9 @@ pub fn controllers(
     ctx.indexes = watches.indexes.clone();
     ctx.recent = watches.recent.clone();
     ctx.request_copies = wiring.request_copies.clone();
+    // Twice the slots: a pass finishing finds the next waiting in the scheduler.
+    let slots = usize::from(ctx.shared.config.concurrency.saturating_mul(STEPS));
+    ctx.funnel = Funnel::new(2 * slots);
     let ctx = Arc::new(ctx);
     let meta = wiring.secrets.subscribe();
     let mut out = vec![certificate_controller(wiring, &watches, meta, ctx.clone())];
@@ -190,21 +195,38 @@ fn certificate_controller(
     // (a namespace's key generation waits in its lane), so the one queue keeps the six's slots
     // between them: one tenant's slow keys take no more of them than before.
     let slots = ctx.shared.config.concurrency.saturating_mul(STEPS);
-    let controller = Controller::for_shared_stream(watches.certificates.subscribe(), store)
+    // Every trigger goes through the funnel, which keeps kube-runtime's scheduler small
+    // (`kit::funnel`); the Certificate's own watch is one of its sources.
+    let sources = stream::select_all([
+        watches
+            .certificates
+            .subscribe()
+            .map(|crt| ObjectRef::from_obj(&*crt))
+            .boxed(),
+        wiring
+            .requests
+            .subscribe()
+            .filter_map(move |cr| future::ready(owner_of(&for_requests, &cr.metadata)))
+            .boxed(),
+        watches
+            .secrets
+            .subscribe()
+            .flat_map(move |s| stream::iter(certificates_for_secret(&for_secrets, &index, &s.metadata)))
+            .boxed(),
+        meta.flat_map(move |s: Arc<SecretMeta>| {
+            let woken = if seen_whole(&cached, &s.metadata) {
+                Vec::new()
+            } else {
+                certificates_for_secret(&for_meta, &meta_index, &s.metadata)
+            };
+            stream::iter(woken)
+        })
+        .boxed(),
+        ctx.later.wakes().boxed(),
+    ]);
+    let controller = Controller::for_shared_stream(stream::pending(), store)
         .with_config(wiring.config.clone().concurrency(slots))
-        .watches_shared_stream(wiring.requests.subscribe(), move |cr: Arc<CertificateRequest>| {
-            owner_of(&for_requests, &cr.metadata)
-        })
-        .watches_shared_stream(watches.secrets.subscribe(), move |s: Arc<Secret>| {
-            certificates_for_secret(&for_secrets, &index, &s.metadata)
-        })
-        .watches_shared_stream(meta, move |s: Arc<SecretMeta>| {
-            if seen_whole(&cached, &s.metadata) {
-                return Vec::new();
-            }
-            certificates_for_secret(&for_meta, &meta_index, &s.metadata)
-        })
-        .reconcile_on(ctx.later.wakes())
+        .reconcile_on(ctx.funnel.clone().through(sources))
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(lifecycle, |_, never: &Infallible, _| match *never {}, ctx);
     drive(controller)

@@ -22,6 +22,7 @@ use kube::runtime::reflector::ObjectRef;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::funnel::{key, object_ref};
 use crate::clock::lock;
 
 /// When to wake each object of kind `K`. Cheap to clone: clones share the times.
@@ -99,21 +100,6 @@ impl<K: Resource<DynamicType = ()>> Later<K> {
             }
         })
         .flat_map(|keys| stream::iter(keys.into_iter().map(|key| object_ref(&key))))
-    }
-}
-
-/// `namespace/name`: neither can hold a `/`.
-fn key(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(namespace) => format!("{namespace}/{name}"),
-        None => name.to_string(),
-    }
-}
-
-fn object_ref<K: Resource<DynamicType = ()>>(key: &str) -> ObjectRef<K> {
-    match key.split_once('/') {
-        Some((namespace, name)) => ObjectRef::new(name).within(namespace),
-        None => ObjectRef::new(key),
     }
 }
 

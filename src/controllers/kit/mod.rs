@@ -3,16 +3,18 @@
 //! carry ([`write`]), status applies and the schema knowledge ([`status`]), Events
 //! ([`events`]), per-object backoff ([`backoff`]), the shared watches ([`wiring`]) and the
 //! indexes kept beside their stores ([`index`]), whole copies beside a store of summaries
-//! ([`recent`]), the times objects are looked at again, kept compactly ([`later`]), the
-//! Secret metadata feed ([`secrets`]), object sizes ([`size`]), tenants' fair shares of the
-//! reconcile slots ([`shares`]), the served namespaces and their watches ([`scope`]) and the
-//! issuance budget's rate ([`rate`]). The pool expensive crypto runs on is
-//! `crate::crypto_pool` (the CSI plugin uses it too). It uses nothing else of `controllers`.
+//! ([`recent`]), the times objects are looked at again ([`later`]) and the line of triggers
+//! in front of a scheduler ([`funnel`]), both kept compactly, the Secret metadata feed
+//! ([`secrets`]), object sizes ([`size`]), tenants' fair shares of the reconcile slots
+//! ([`shares`]), the served namespaces and their watches ([`scope`]) and the issuance
+//! budget's rate ([`rate`]). The pool expensive crypto runs on is `crate::crypto_pool` (the
+//! CSI plugin uses it too). It uses nothing else of `controllers`.
 
 pub mod backoff;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod funnel;
 pub mod index;
 pub mod later;
 pub mod plan;
