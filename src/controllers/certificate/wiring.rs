@@ -11,10 +11,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, future, stream};
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 
 use super::observe::{is_ours, named_secrets, settled};
@@ -38,6 +37,8 @@ use crate::controllers::kit::size::json_len;
 use crate::controllers::kit::size::watch_config;
 use crate::controllers::kit::status::FieldManager;
 use crate::controllers::kit::wiring::{Watched, Wiring, drive, reflect_with};
+
+mod triggers;
 
 /// The two watches standalone mode adds, and the indexes beside their stores.
 pub struct StandaloneWatches {
@@ -185,65 +186,19 @@ fn certificate_controller(
     ctx: Arc<CertificateContext>,
 ) -> BoxFuture<'static, ()> {
     let store = watches.certificates.store.clone();
-    let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store.clone());
-    let (index, meta_index) = (
-        watches.indexes.certificates.clone(),
-        watches.indexes.certificates.clone(),
-    );
-    let cached = watches.secrets.store.clone();
     // The six had `--concurrency` slots each. A pass waiting on the crypto pool holds its slot
     // (a namespace's key generation waits in its lane), so the one queue keeps the six's slots
     // between them: one tenant's slow keys take no more of them than before.
     let slots = ctx.shared.config.concurrency.saturating_mul(STEPS);
     // Every trigger goes through the funnel, which keeps kube-runtime's scheduler small
-    // (`kit::funnel`); the Certificate's own watch is one of its sources.
-    let sources = stream::select_all([
-        watches
-            .certificates
-            .subscribe()
-            .map(|crt| ObjectRef::from_obj(&*crt))
-            .boxed(),
-        wiring
-            .requests
-            .subscribe()
-            .filter_map(move |cr| future::ready(owner_of(&for_requests, &cr.metadata)))
-            .boxed(),
-        watches
-            .secrets
-            .subscribe()
-            .flat_map(move |s| stream::iter(certificates_for_secret(&for_secrets, &index, &s.metadata)))
-            .boxed(),
-        meta.flat_map(move |s: Arc<SecretMeta>| {
-            let woken = if seen_whole(&cached, &s.metadata) {
-                Vec::new()
-            } else {
-                certificates_for_secret(&for_meta, &meta_index, &s.metadata)
-            };
-            stream::iter(woken)
-        })
-        .boxed(),
-        ctx.later.wakes().boxed(),
-    ]);
+    // (`kit::funnel`); the Certificates' own watch is one of its sources.
+    let sources = triggers::sources(wiring, watches, meta, ctx.later.wakes());
     let controller = Controller::for_shared_stream(stream::pending(), store)
         .with_config(wiring.config.clone().concurrency(slots))
         .reconcile_on(ctx.funnel.clone().through(sources))
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(lifecycle, |_, never: &Infallible, _| match *never {}, ctx);
     drive(controller)
-}
-
-/// Whether the Secret store holds this very version of the Secret `meta` describes: its
-/// whole-object watch has then passed the same change on already (the store is written before
-/// its subscribers hear), so the metadata feed need not wake the Certificates a second time. A
-/// deleted Secret, or one the store does not keep, still wakes them through this feed.
-fn seen_whole(cached: &Store<Secret>, meta: &ObjectMeta) -> bool {
-    let (Some(namespace), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
-        return false;
-    };
-    meta.resource_version.is_some()
-        && cached
-            .get(&ObjectRef::new(name).within(namespace))
-            .is_some_and(|s| s.metadata.resource_version == meta.resource_version)
 }
 
 fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFuture<'static, ()> {
@@ -258,43 +213,6 @@ fn approver_controller(wiring: &Wiring, ctx: Arc<CertificateContext>) -> BoxFutu
         .graceful_shutdown_on(wiring.shutdown.clone())
         .run(approver::reconcile, approver::error_policy, ctx);
     drive(controller)
-}
-
-/// The Certificate controlling an object, if the store has it.
-fn owner_of(
-    store: &Store<Certificate>,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Option<ObjectRef<Certificate>> {
-    let namespace = meta.namespace.as_deref()?;
-    let owner = meta
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true) && r.kind == "Certificate")?;
-    let reference = ObjectRef::new(&owner.name).within(namespace);
-    store
-        .get(&reference)
-        .filter(|c| c.uid().as_deref() == Some(owner.uid.as_str()))
-        .map(|_| reference)
-}
-
-/// The Certificates a Secret matters to: its controlling Certificate (a next-key Secret),
-/// those naming it as `secretName`, and those whose keystores take their password from it.
-pub fn certificates_for_secret(
-    store: &Store<Certificate>,
-    index: &Index<Certificate>,
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Vec<ObjectRef<Certificate>> {
-    let (Some(namespace), Some(name)) = (meta.namespace.as_deref(), meta.name.as_deref()) else {
-        return Vec::new();
-    };
-    let mut out: Vec<ObjectRef<Certificate>> = index
-        .get(namespace, name)
-        .into_iter()
-        .map(|c| ObjectRef::new(&c).within(namespace))
-        .collect();
-    out.extend(owner_of(store, meta));
-    out
 }
 
 /// Runs the two watches until the process ends.
@@ -385,6 +303,9 @@ fn cacheable(secret: &Secret) -> bool {
 mod tests {
     use serde_json::json;
 
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::triggers::seen_whole;
     use super::*;
 
     fn secret(group: Option<&str>, next_key: bool, data: usize, note: usize) -> Secret {
