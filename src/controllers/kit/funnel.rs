@@ -9,12 +9,6 @@
 //! [`HELD_AT_MOST`] has passed: an object deleted before its pass has none, and its place must
 //! not be lost. A key let through and not finished that comes again waits in the line: the
 //! scheduler would merge the two into one pass, and the second would never be counted done.
-//!
-//! Two lanes: objects seen again (a change to one already looked at, or to what it owns) go
-//! [`AGAIN_PER_NEW`] times for each object never looked at, while both wait. A mass creation
-//! then finishes the objects it started before it starts many more (what each holds in flight
-//! is bounded, not what all of them hold at once), and objects a tenant keeps changing cannot
-//! keep a new one out for longer than that many passes each.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::marker::PhantomData;
@@ -31,18 +25,6 @@ use crate::clock::lock;
 
 /// How long a key let through counts at most without its pass finishing.
 pub const HELD_AT_MOST: Duration = Duration::from_secs(30);
-
-/// Passes of objects seen again for each pass of a new one, while both wait.
-pub const AGAIN_PER_NEW: u8 = 7;
-
-/// Which lane a trigger waits in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
-    /// An object never looked at (a Certificate without status).
-    New,
-    /// Any other change.
-    Again,
-}
 
 /// Past this many places, an emptied line gives its memory back.
 const KEPT_CAPACITY: usize = 1024;
@@ -69,7 +51,7 @@ impl<K> std::fmt::Debug for Funnel<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let line = lock(&self.line);
         f.debug_struct("Funnel")
-            .field("waiting", &line.len())
+            .field("waiting", &line.waiting.len())
             .field("out", &line.out.len())
             .finish_non_exhaustive()
     }
@@ -103,7 +85,7 @@ impl<K: Resource<DynamicType = ()>> Funnel<K> {
     pub fn through<S>(self, sources: S) -> impl Stream<Item = ObjectRef<K>> + Send + 'static
     where
         K: 'static,
-        S: Stream<Item = (ObjectRef<K>, Lane)> + Send + Unpin + 'static,
+        S: Stream<Item = ObjectRef<K>> + Send + Unpin + 'static,
     {
         let state = (self, sources.fuse());
         stream::unfold(state, |(funnel, mut sources)| async move {
@@ -137,8 +119,8 @@ impl<K: Resource<DynamicType = ()>> Funnel<K> {
         })
     }
 
-    fn push(&self, (obj, lane): &(ObjectRef<K>, Lane)) {
-        lock(&self.line).push(&key(obj.namespace.as_deref(), &obj.name), *lane);
+    fn push(&self, obj: &ObjectRef<K>) {
+        lock(&self.line).push(&key(obj.namespace.as_deref(), &obj.name));
     }
 }
 
@@ -159,12 +141,9 @@ pub(super) fn object_ref<K: Resource<DynamicType = ()>>(key: &str) -> ObjectRef<
 
 struct Line {
     width: usize,
-    /// Keys in the order they came, each once: seen again, and new.
-    again: VecDeque<Arc<str>>,
-    new: VecDeque<Arc<str>>,
+    /// Keys in the order they came, each once.
+    waiting: VecDeque<Arc<str>>,
     queued: HashSet<Arc<str>>,
-    /// Keys let through from `again` since the last from `new`.
-    streak: u8,
     /// Keys let through and not finished, with when they went.
     out: HashMap<Arc<str>, Instant>,
 }
@@ -173,28 +152,22 @@ impl Line {
     fn new(width: usize) -> Self {
         Line {
             width: width.max(1),
-            again: VecDeque::new(),
-            new: VecDeque::new(),
+            waiting: VecDeque::new(),
             queued: HashSet::new(),
-            streak: 0,
             out: HashMap::new(),
         }
     }
 
-    /// Queues `key` in `lane`, unless it waits already (in either).
-    fn push(&mut self, key: &str, lane: Lane) {
+    fn push(&mut self, key: &str) {
         if !self.queued.contains(key) {
             let key: Arc<str> = Arc::from(key);
             self.queued.insert(key.clone());
-            match lane {
-                Lane::New => self.new.push_back(key),
-                Lane::Again => self.again.push_back(key),
-            }
+            self.waiting.push_back(key);
         }
     }
 
-    /// The next key to let through at `now`, if there is room: the first not out already (at
-    /// most `width` are passed over) of the lane whose turn it is, else of the other.
+    /// The next key to let through at `now`, if there is room: the first in line not out
+    /// already (at most `width` are passed over).
     fn next(&mut self, now: Instant) -> Option<Arc<str>> {
         if self.out.len() >= self.width {
             self.out
@@ -203,37 +176,15 @@ impl Line {
         if self.out.len() >= self.width {
             return None;
         }
-        let new_first = self.streak >= AGAIN_PER_NEW;
-        let lanes = if new_first {
-            [Lane::New, Lane::Again]
-        } else {
-            [Lane::Again, Lane::New]
-        };
-        let (lane, key) = lanes
-            .into_iter()
-            .find_map(|lane| self.take(lane).map(|key| (lane, key)))?;
-        self.streak = match lane {
-            Lane::New => 0,
-            Lane::Again => self.streak.saturating_add(1),
-        };
+        let at = self.waiting.iter().position(|k| !self.out.contains_key(k))?;
+        let key = self.waiting.remove(at)?;
         self.queued.remove(&key);
         self.out.insert(key.clone(), now);
-        if self.is_empty() && self.queued.capacity() > KEPT_CAPACITY {
-            self.again.shrink_to_fit();
-            self.new.shrink_to_fit();
+        if self.waiting.is_empty() && self.waiting.capacity() > KEPT_CAPACITY {
+            self.waiting.shrink_to_fit();
             self.queued.shrink_to_fit();
         }
         Some(key)
-    }
-
-    /// Takes the first key of `lane` that is not out.
-    fn take(&mut self, lane: Lane) -> Option<Arc<str>> {
-        let (waiting, out) = match lane {
-            Lane::New => (&mut self.new, &self.out),
-            Lane::Again => (&mut self.again, &self.out),
-        };
-        let at = waiting.iter().position(|k| !out.contains_key(k))?;
-        waiting.remove(at)
     }
 
     /// Whether `key` was out.
@@ -242,11 +193,7 @@ impl Line {
     }
 
     fn is_empty(&self) -> bool {
-        self.again.is_empty() && self.new.is_empty()
-    }
-
-    fn len(&self) -> usize {
-        self.again.len() + self.new.len()
+        self.waiting.is_empty()
     }
 
     /// When the oldest key out stops counting, if the line is full.

@@ -1,7 +1,6 @@
-//! What wakes a Certificate, and in which lane of the funnel (`kit::funnel`) it waits: a
-//! change of its own (a Certificate never looked at, without status, in the lane for new
-//! ones), of its requests, of its Secrets (the fao-labelled ones whole, every other one
-//! through the metadata feed), and its time coming (`kit::later`).
+//! What wakes a Certificate: a change of its own, of its requests, of its Secrets (the
+//! fao-labelled ones whole, every other one through the metadata feed), and its time coming
+//! (`kit::later`). All of it then waits in the funnel (`kit::funnel`).
 
 use std::sync::Arc;
 
@@ -13,18 +12,17 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::StandaloneWatches;
 use crate::api::certmanager::Certificate;
-use crate::controllers::kit::funnel::Lane;
 use crate::controllers::kit::index::Index;
 use crate::controllers::kit::secrets::SecretMeta;
 use crate::controllers::kit::wiring::Wiring;
 
-/// Every trigger of the Certificate controller, with its lane.
+/// Every trigger of the Certificate controller.
 pub fn sources(
     wiring: &Wiring,
     watches: &StandaloneWatches,
     meta: impl Stream<Item = Arc<SecretMeta>> + Send + 'static,
     wakes: impl Stream<Item = ObjectRef<Certificate>> + Send + 'static,
-) -> impl Stream<Item = (ObjectRef<Certificate>, Lane)> + Send + Unpin + 'static {
+) -> impl Stream<Item = ObjectRef<Certificate>> + Send + Unpin + 'static {
     let store = watches.certificates.store.clone();
     let (for_requests, for_secrets, for_meta) = (store.clone(), store.clone(), store);
     let (index, meta_index) = (
@@ -32,24 +30,21 @@ pub fn sources(
         watches.indexes.certificates.clone(),
     );
     let cached = watches.secrets.store.clone();
-    let again = |reference| (reference, Lane::Again);
     stream::select_all([
         watches
             .certificates
             .subscribe()
-            .map(|crt| (ObjectRef::from_obj(&*crt), lane_of(&crt)))
+            .map(|crt| ObjectRef::from_obj(&*crt))
             .boxed(),
         wiring
             .requests
             .subscribe()
             .filter_map(move |cr| future::ready(owner_of(&for_requests, &cr.metadata)))
-            .map(again)
             .boxed(),
         watches
             .secrets
             .subscribe()
             .flat_map(move |s| stream::iter(certificates_for_secret(&for_secrets, &index, &s.metadata)))
-            .map(again)
             .boxed(),
         meta.flat_map(move |s: Arc<SecretMeta>| {
             let woken = if seen_whole(&cached, &s.metadata) {
@@ -59,20 +54,9 @@ pub fn sources(
             };
             stream::iter(woken)
         })
-        .map(again)
         .boxed(),
-        wakes.map(again).boxed(),
+        wakes.boxed(),
     ])
-}
-
-/// A Certificate no controller has written a status on yet is new: a mass creation finishes
-/// the ones it started before it starts the rest.
-fn lane_of(crt: &Certificate) -> Lane {
-    if crt.status.is_none() {
-        Lane::New
-    } else {
-        Lane::Again
-    }
 }
 
 /// Whether the Secret store holds this very version of the Secret `meta` describes: its

@@ -6,7 +6,7 @@ use kube::api::ObjectMeta;
 use kube::runtime::reflector::ObjectRef;
 use tokio::time::{Instant, timeout};
 
-use super::{AGAIN_PER_NEW, Funnel, HELD_AT_MOST, KEPT_CAPACITY, Lane, Line};
+use super::{Funnel, HELD_AT_MOST, KEPT_CAPACITY, Line};
 
 enum Step {
     Push(&'static str),
@@ -47,7 +47,7 @@ fn line_table() {
     ];
     for (i, step) in steps.into_iter().enumerate() {
         match step {
-            Push(key) => line.push(key, Lane::Again),
+            Push(key) => line.push(key),
             Done(key, was_out) => assert_eq!(line.done(key), was_out, "step {i}: done {key}"),
             Next(at, want) => {
                 let got = line.next(start + Duration::from_secs(at));
@@ -59,39 +59,13 @@ fn line_table() {
     assert!(line.is_empty());
 }
 
-/// While both lanes wait, seven seen again go for each new one; a lane alone goes in order;
-/// a key waiting in one lane is not queued in the other.
-#[test]
-fn seven_again_for_each_new() {
-    let start = Instant::now();
-    let mut line = Line::new(100);
-    for i in 0..3 {
-        line.push(&format!("new/{i}"), Lane::New);
-    }
-    for i in 0..10 {
-        line.push(&format!("again/{i}"), Lane::Again);
-    }
-    line.push("new/0", Lane::Again);
-    let order: Vec<String> = std::iter::from_fn(|| line.next(start))
-        .map(|k| k.to_string())
-        .collect();
-    let want: Vec<String> = (0..7)
-        .map(|i| format!("again/{i}"))
-        .chain(["new/0".to_string()])
-        .chain((7..10).map(|i| format!("again/{i}")))
-        .chain(["new/1".to_string(), "new/2".to_string()])
-        .collect();
-    assert_eq!(order, want);
-    assert_eq!(usize::from(AGAIN_PER_NEW), 7);
-}
-
 /// A full line says when its oldest key stops counting; one with room says nothing.
 #[test]
 fn expiry_only_when_full() {
     let start = Instant::now();
     let mut line = Line::new(2);
-    line.push("a/x", Lane::Again);
-    line.push("a/y", Lane::Again);
+    line.push("a/x");
+    line.push("a/y");
     assert_eq!(line.next(start).as_deref(), Some("a/x"));
     assert_eq!(line.expiry(), None);
     assert_eq!(line.next(start + Duration::from_secs(5)).as_deref(), Some("a/y"));
@@ -104,16 +78,15 @@ fn an_emptied_line_gives_its_memory_back() {
     let start = Instant::now();
     let mut line = Line::new(1);
     let keys: Vec<String> = (0..5000).map(|i| format!("a/{i}")).collect();
-    for (i, key) in keys.iter().enumerate() {
-        line.push(key, if i % 2 == 0 { Lane::New } else { Lane::Again });
+    for key in &keys {
+        line.push(key);
     }
-    assert!(line.queued.capacity() >= 5000);
-    while let Some(key) = line.next(start) {
-        assert!(line.done(&key));
+    assert!(line.waiting.capacity() >= 5000);
+    for key in &keys {
+        assert_eq!(line.next(start).as_deref(), Some(key.as_str()));
+        assert!(line.done(key));
     }
-    assert!(line.is_empty());
-    assert!(line.again.capacity() <= KEPT_CAPACITY);
-    assert!(line.new.capacity() <= KEPT_CAPACITY);
+    assert!(line.waiting.capacity() <= KEPT_CAPACITY);
     assert!(line.queued.capacity() <= KEPT_CAPACITY);
 }
 
@@ -150,13 +123,13 @@ async fn the_stream_lets_two_through_at_a_time() {
     let funnel = Funnel::<ConfigMap>::new(2);
     let (send, receive) = futures::channel::mpsc::unbounded();
     for name in ["x", "y", "z"] {
-        send.unbounded_send((named(name), Lane::Again)).expect("open");
+        send.unbounded_send(named(name)).expect("open");
     }
     let mut through = Box::pin(funnel.clone().through(receive));
     assert_eq!(next(&mut through).await, named("x"));
     assert_eq!(next(&mut through).await, named("y"));
     // x comes again while out: it waits behind z.
-    send.unbounded_send((named("x"), Lane::Again)).expect("open");
+    send.unbounded_send(named("x")).expect("open");
     let start = Instant::now();
     let waiting = timeout(Duration::from_secs(1), through.next()).await;
     assert!(waiting.is_err(), "a full line lets nothing through");
