@@ -169,10 +169,8 @@ impl Line {
     /// The next key to let through at `now`, if there is room: the first in line not out
     /// already (at most `width` are passed over).
     fn next(&mut self, now: Instant) -> Option<Arc<str>> {
-        if self.out.len() >= self.width {
-            self.out
-                .retain(|_, went| now.duration_since(*went) < HELD_AT_MOST);
-        }
+        self.out
+            .retain(|_, went| now.duration_since(*went) < HELD_AT_MOST);
         if self.out.len() >= self.width {
             return None;
         }
@@ -196,9 +194,11 @@ impl Line {
         self.waiting.is_empty()
     }
 
-    /// When the oldest key out stops counting, if the line is full.
+    /// When the oldest key out stops counting, if keys wait: a full line then has room, and a
+    /// key waiting behind its own earlier trigger (its object deleted before that pass, then
+    /// made again under the same name) can go.
     fn expiry(&self) -> Option<Instant> {
-        if self.out.len() < self.width {
+        if self.waiting.is_empty() {
             return None;
         }
         self.out.values().min().map(|went| *went + HELD_AT_MOST)
