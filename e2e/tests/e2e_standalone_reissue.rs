@@ -1,8 +1,9 @@
 //! Standalone mode: what makes a Certificate issue again and what only rewrites its Secret.
 //! Re-issue (a new revision, one more signature at the CA): the Secret deleted, its data
-//! corrupted, `dnsNames` changed, `privateKey.algorithm` changed, a manual trigger. No
-//! re-issue (same certificate, same revision, no signature): `privateKey.encoding` changed
-//! (the key is re-encoded), `secretTemplate` changed (the Secret's metadata follows).
+//! corrupted, `dnsNames` changed, `privateKey.algorithm` changed, a manual trigger, the
+//! Certificate deleted and made again under its name. No re-issue (same certificate, same
+//! revision, no signature): `privateKey.encoding` changed (the key is re-encoded),
+//! `secretTemplate` changed (the Secret's metadata follows).
 
 mod standalone;
 
@@ -88,6 +89,41 @@ async fn reissues_when_the_secret_is_deleted_or_corrupted() -> anyhow::Result<()
     );
     env.verify_secret(&env.secret("web-tls").await?, &["web.example.com"])?;
     assert_eq!(env.signed(), 3);
+    env.assert_api_hygiene();
+    Ok(())
+}
+
+/// A Certificate deleted and at once made again under its name, with another DNS name: the
+/// new one (a new UID, its status empty) issues for its own spec, once, and nothing of the
+/// old one's keeps it waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_made_again_under_its_name_issues_for_its_own_spec() -> anyhow::Result<()> {
+    let env = Env::start(&[]).await?;
+    env.issuer("team-ca").await?;
+    env.certificate("again", "again-tls", "team-ca", json!({}))
+        .await?;
+    env.wait_revision("again", 1, WAIT).await?;
+    let old = env.certificates().get("again").await?.metadata.uid;
+    env.certificates()
+        .delete("again", &DeleteParams::default())
+        .await?;
+    let spec = json!({ "dnsNames": ["other.example.com"] });
+    env.certificate("again", "again-tls", "team-ca", spec).await?;
+    let api = env.certificates();
+    // Less than the 10 s a create is held back as a repeat: the new Certificate's first
+    // request, under the name the old one's had, must not wait for that.
+    let within = Duration::from_secs(6);
+    let crt = e2e::harness::eventually(within, "the new again Ready at revision 1", || async {
+        let crt = api.get("again").await.ok()?;
+        let ready = crt.condition("Ready").is_some_and(|c| c.is_true());
+        let revision = crt.status.as_ref().and_then(|s| s.revision);
+        (crt.metadata.uid != old && ready && revision == Some(1)).then_some(crt)
+    })
+    .await;
+    let crt = env.with_manager_log(crt)?;
+    assert_ne!(crt.metadata.uid, old);
+    env.verify_secret(&env.secret("again-tls").await?, &["other.example.com"])?;
+    assert_eq!(env.signed(), 2);
     env.assert_api_hygiene();
     Ok(())
 }

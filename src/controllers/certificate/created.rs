@@ -6,7 +6,10 @@
 //! read to see whose it is. So a create is remembered for a short while, and a plan that would
 //! create the same object again in that while leaves it out and looks again when the while is
 //! over. A controller's own delete of the object forgets it at once: a next-key Secret is
-//! deleted at issuance and may be made again under the same name straight after.
+//! deleted at issuance and may be made again under the same name straight after. A create is
+//! a repeat only for the same Certificate (the object's controlling owner): a Certificate
+//! deleted and made again under its name plans its first request under the name the old
+//! one's first had, and must not wait out the old one's while.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -29,13 +32,28 @@ const CREATED_MAX: usize = 65_536;
 /// `Kind`, namespace, name.
 type Key = (String, String, String);
 
+/// When it was created, and for which owner (UID).
+type Made = (Timestamp, Option<String>);
+
 #[derive(Default)]
-pub struct Created(Mutex<HashMap<Key, Timestamp>>);
+pub struct Created(Mutex<HashMap<Key, Made>>);
 
 fn key(write: &Write) -> Key {
     let object = write.object();
     let namespace = object.namespace.clone().unwrap_or_default();
     (object.kind.clone(), namespace, object.name.clone())
+}
+
+/// The UID of a create's controlling owner.
+fn owner(write: &Write) -> Option<String> {
+    let Write::Create(create) = write else {
+        return None;
+    };
+    let references = create.body.pointer("/metadata/ownerReferences")?.as_array()?;
+    let controller = references
+        .iter()
+        .find(|r| r.get("controller").and_then(serde_json::Value::as_bool) == Some(true))?;
+    Some(controller.get("uid")?.as_str()?.to_owned())
 }
 
 /// Pure: how much longer a create made `at` keeps `now`'s plan from making it again.
@@ -68,7 +86,10 @@ impl Created {
             if replaced.contains(&k) {
                 return true;
             }
-            let left = created.get(&k).and_then(|at| still_coming(*at, now));
+            let left = created
+                .get(&k)
+                .filter(|(_, by)| *by == owner(write))
+                .and_then(|(at, _)| still_coming(*at, now));
             if let Some(left) = left {
                 wait = Some(wait.map_or(left, |w| w.min(left)));
             }
@@ -90,8 +111,8 @@ impl Created {
         Marks(
             plan.writes()
                 .filter_map(|write| match write {
-                    Write::Create(_) => Some((key(write), true)),
-                    Write::Delete { .. } => Some((key(write), false)),
+                    Write::Create(_) => Some((key(write), Mark::Made(owner(write)))),
+                    Write::Delete { .. } => Some((key(write), Mark::Deleted)),
                     Write::Apply { .. } => None,
                 })
                 .collect(),
@@ -105,16 +126,16 @@ impl Created {
             return;
         }
         let mut created = lock(&self.0);
-        for (k, made) in marks.0 {
-            if !made {
+        for (k, mark) in marks.0 {
+            let Mark::Made(by) = mark else {
                 created.remove(&k);
                 continue;
-            }
+            };
             if created.len() >= CREATED_MAX {
                 created.clear();
             }
             prune(&mut created, now);
-            created.insert(k, now);
+            created.insert(k, (now, by));
         }
     }
 }
@@ -122,17 +143,24 @@ impl Created {
 /// Past 1,024 entries, at each doubling, drops those whose while is over and the memory they
 /// held: a request is created once and never deleted by these controllers, so without this
 /// every create of a mass issuance stayed until [`CREATED_MAX`]. O(1) per create, amortised.
-fn prune(created: &mut HashMap<Key, Timestamp>, now: Timestamp) {
+fn prune(created: &mut HashMap<Key, Made>, now: Timestamp) {
     let len = created.len();
     if len < 1024 || !len.is_power_of_two() {
         return;
     }
-    created.retain(|_, at| still_coming(*at, now).is_some());
+    created.retain(|_, (at, _)| still_coming(*at, now).is_some());
     created.shrink_to(created.len() * 2);
 }
 
-/// The objects a plan creates (`true`) and deletes (`false`).
-pub struct Marks(Vec<(Key, bool)>);
+/// What a plan does to an object here.
+enum Mark {
+    /// Created, for this owner (UID).
+    Made(Option<String>),
+    Deleted,
+}
+
+/// The objects a plan creates and deletes.
+pub struct Marks(Vec<(Key, Mark)>);
 
 #[cfg(test)]
 mod tests {
@@ -208,6 +236,40 @@ mod tests {
         let out = created.without_repeats(plan(vec![create("b"), delete("a")]), at(5));
         assert_eq!(out.before_status, vec![create("b"), delete("a")]);
         assert_eq!(out.plan.next, Next::AwaitChange);
+    }
+
+    fn owned(name: &str, owner: &str) -> Write {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let mut secret = secret(name);
+        secret.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "cert-manager.io/v1".into(),
+            kind: "Certificate".into(),
+            name: "web".into(),
+            uid: owner.into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]);
+        Write::create(&secret, IfTaken::Done, Announce::default())
+    }
+
+    /// A create is a repeat only for the same owner: a Certificate made again under its name
+    /// (a new UID) creates its first request at once, under the name the old one's had.
+    #[test]
+    fn a_create_for_another_owner_is_no_repeat() {
+        let created = Created::default();
+        created.record(Created::marks(&plan(vec![owned("web-1", "old")])), at(0));
+        let out = created.without_repeats(plan(vec![owned("web-1", "new")]), at(1));
+        assert_eq!(out.before_status, vec![owned("web-1", "new")]);
+        assert_eq!(out.plan.next, Next::AwaitChange);
+        let out = created.without_repeats(plan(vec![owned("web-1", "old")]), at(1));
+        assert!(out.before_status.is_empty());
+        assert_eq!(out.plan.next, Next::After(Duration::from_secs(9)));
+        let out = created.without_repeats(plan(vec![create("web-1")]), at(1));
+        assert_eq!(
+            out.before_status,
+            vec![create("web-1")],
+            "no owner is another owner"
+        );
     }
 
     /// Past 1,024 creates, at each doubling, those whose while is over are dropped and those
