@@ -132,11 +132,13 @@ async fn an_rsa_size_not_a_multiple_of_128_is_refused_at_once_saying_what_works(
         crt.status.as_ref().and_then(|s| s.failed_issuance_attempts),
         Some(1)
     );
-    let events = env.events_of("odd").await?;
-    assert!(
-        events.contains(&("Failed".to_string(), want.to_string())),
-        "{events:?}"
-    );
+    // The Event is posted after the status apply that the wait above saw.
+    let failed = ("Failed".to_string(), want.to_string());
+    e2e::harness::eventually(WAIT, "the Failed Event", || async {
+        let events = env.events_of("odd").await.ok()?;
+        events.contains(&failed).then_some(())
+    })
+    .await?;
     assert_eq!(env.next_key_secrets("odd").await?.len(), 0, "no key made");
     assert_eq!(env.requests_of("odd").await?.len(), 0, "no request made");
     Ok(())
