@@ -41,17 +41,31 @@ pub struct RealServer {
 
 impl RealServer {
     /// Starts etcd and kube-apiserver from `peers` and waits until the API server is ready.
+    /// The ports are free when chosen, not when the peers bind them: another scenario starting
+    /// beside this one can take one in between, and then this start is tried again.
     pub async fn start(peers: &Path) -> anyhow::Result<RealServer> {
+        let mut tries = 3;
+        loop {
+            match Self::start_once(peers).await {
+                Err(err) if tries > 1 && err.to_string().contains("address already in use") => {
+                    tries -= 1;
+                }
+                started => return started,
+            }
+        }
+    }
+
+    async fn start_once(peers: &Path) -> anyhow::Result<RealServer> {
         let dir = tempfile::tempdir()?;
         let pki = Pki::write(dir.path())?;
-        let (client_port, peer_port) = (free_port()?, free_port()?);
+        // Chosen together, so that no two of them are the same port.
+        let [client_port, peer_port, port] = free_ports()?;
         let etcd = spawn(
             peers,
             "etcd",
             &etcd_args(dir.path(), client_port, peer_port),
             dir.path(),
         )?;
-        let port = free_port()?;
         let args = apiserver_args(&pki, client_port, port);
         let apiserver = spawn(peers, "kube-apiserver", &args, dir.path())?;
         let url = format!("https://127.0.0.1:{port}");
@@ -208,8 +222,16 @@ fn spawn(peers: &Path, name: &str, args: &[String], dir: &Path) -> anyhow::Resul
         })
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+/// Ports free now, each different: every listener is held until all are bound.
+fn free_ports<const N: usize>() -> anyhow::Result<[u16; N]> {
+    let listeners = (0..N)
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut ports = [0; N];
+    for (port, listener) in ports.iter_mut().zip(&listeners) {
+        *port = listener.local_addr()?.port();
+    }
+    Ok(ports)
 }
 
 fn etcd_args(dir: &Path, client: u16, peer: u16) -> Vec<String> {
