@@ -135,6 +135,14 @@ async fn lifecycle(crt: Arc<Certificate>, ctx: Arc<CertificateContext>) -> Resul
     Ok(Action::await_change())
 }
 
+/// The one queue's reconcile slots. The six had `--concurrency` slots each. A pass waiting on
+/// the crypto pool holds its slot (a namespace's key generation waits in its lane), so the one
+/// queue keeps the six's slots between them: one tenant's slow keys take no more of them than
+/// before.
+fn slots(shared: &Shared) -> u16 {
+    shared.config.concurrency.saturating_mul(STEPS)
+}
+
 /// The Certificate controllers and the watches feeding them, ready to run.
 pub fn controllers(
     client: &kube::Client,
@@ -168,8 +176,7 @@ pub fn controllers(
     ctx.recent = watches.recent.clone();
     ctx.request_copies = wiring.request_copies.clone();
     // Twice the slots: a pass finishing finds the next waiting in the scheduler.
-    let slots = usize::from(ctx.shared.config.concurrency.saturating_mul(STEPS));
-    ctx.funnel = Funnel::new(2 * slots);
+    ctx.funnel = Funnel::new(2 * usize::from(slots(&ctx.shared)));
     let ctx = Arc::new(ctx);
     let meta = wiring.secrets.subscribe();
     let mut out = vec![certificate_controller(wiring, &watches, meta, ctx.clone())];
@@ -186,10 +193,7 @@ fn certificate_controller(
     ctx: Arc<CertificateContext>,
 ) -> BoxFuture<'static, ()> {
     let store = watches.certificates.store.clone();
-    // The six had `--concurrency` slots each. A pass waiting on the crypto pool holds its slot
-    // (a namespace's key generation waits in its lane), so the one queue keeps the six's slots
-    // between them: one tenant's slow keys take no more of them than before.
-    let slots = ctx.shared.config.concurrency.saturating_mul(STEPS);
+    let slots = slots(&ctx.shared);
     // Every trigger goes through the funnel, which keeps kube-runtime's scheduler small
     // (`kit::funnel`); the Certificates' own watch is one of its sources.
     let sources = triggers::sources(wiring, watches, meta, ctx.later.wakes());

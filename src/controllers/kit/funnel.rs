@@ -69,12 +69,7 @@ impl<K: Resource<DynamicType = ()>> Funnel<K> {
 
     /// The pass of `obj` has finished: its place goes to the next in line.
     pub fn done(&self, obj: &K) {
-        let meta = obj.meta();
-        let key = key(
-            meta.namespace.as_deref(),
-            meta.name.as_deref().unwrap_or_default(),
-        );
-        if lock(&self.line).done(&key) {
+        if lock(&self.line).done(&key_of(obj)) {
             self.room.notify_one();
         }
     }
@@ -124,8 +119,17 @@ impl<K: Resource<DynamicType = ()>> Funnel<K> {
     }
 }
 
+/// `obj`'s `namespace/name`.
+pub(super) fn key_of<K: Resource>(obj: &K) -> String {
+    let meta = obj.meta();
+    key(
+        meta.namespace.as_deref(),
+        meta.name.as_deref().unwrap_or_default(),
+    )
+}
+
 /// `namespace/name`: neither can hold a `/`.
-pub(super) fn key(namespace: Option<&str>, name: &str) -> String {
+fn key(namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(namespace) => format!("{namespace}/{name}"),
         None => name.to_string(),
