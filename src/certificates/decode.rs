@@ -100,8 +100,8 @@ pub fn leaf_certificate(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
         .map_err(DecodeError::BundlePem)
 }
 
-/// Entries beyond which a memo of this module starts over.
-const MEMO_MAX: usize = 16_384;
+/// The entries of a generation of this module's memo ([`Memo`]).
+const MEMO_MAX: usize = 8_192;
 
 /// The DER of the CSR in a CertificateRequest's `spec.request`.
 pub fn csr(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
@@ -123,18 +123,11 @@ pub struct KeyFacts {
 }
 
 impl KeyFacts {
-    /// The facts of `key`, remembered by the SHA-256 of its PKCS#8 DER: deriving the public
-    /// half parses and checks the key again, on every comparison with a CSR or certificate.
+    /// The facts of `key`: its public half is the one the key carries (taken where it was made
+    /// or read), so nothing here checks or multiplies again.
     pub fn of(key: &Key) -> KeyFacts {
-        static MEMO: Memo<KeyFacts> = Memo::new(MEMO_MAX);
-        let facts: Result<KeyFacts, std::convert::Infallible> =
-            MEMO.get_or(key.pkcs8_der(), |_| Ok(KeyFacts::derive(key)));
-        facts.unwrap_or_else(|never| match never {})
-    }
-
-    fn derive(key: &Key) -> KeyFacts {
-        let public = rcgen::KeyPair::try_from(key.pkcs8_der())
-            .map(|pair| pair.public_key_raw().to_vec())
+        let public = SubjectPublicKeyInfo::from_der(key.public_key_der())
+            .map(|(_, info)| info.subject_public_key.data.to_vec())
             .map_err(|e| e.to_string());
         KeyFacts {
             spec: key.spec,
@@ -143,16 +136,11 @@ impl KeyFacts {
     }
 }
 
-/// [`private_key`]'s [`KeyFacts`], remembered by the SHA-256 of the PEM (never the key itself):
-/// decoding and checking a key, then deriving its public half, cost more than the rest of a
-/// policy check of a Ready Certificate (an RSA key's check most of all), and each look at an
-/// unchanged Secret would pay it again. Derived here, not through [`KeyFacts::of`]: its memo
-/// would hold the same facts a second time for every Secret looked at.
+/// [`private_key`]'s [`KeyFacts`]. The key itself comes from [`Key::from_pem`]'s memo, so an
+/// unchanged Secret's key is neither decoded nor checked again, and its facts are not kept a
+/// second time.
 pub fn private_key_facts(bytes: &[u8]) -> Result<KeyFacts, DecodeError> {
-    static MEMO: Memo<KeyFacts> = Memo::new(MEMO_MAX);
-    MEMO.get_or(bytes, |bytes| {
-        private_key(bytes).map(|key| KeyFacts::derive(&key))
-    })
+    private_key(bytes).map(|key| KeyFacts::of(&key))
 }
 
 /// Whether the public key `public` (from a certificate or CSR) is the public half of `key`;

@@ -49,7 +49,7 @@ pub fn temporary_certificate(
         KeyUsagePurpose::KeyCertSign,
     ];
     let issuer = Issuer::new(ca, ca_key);
-    let public = SubjectPublicKeyInfo::from_der(&key.public_key_der()?)?;
+    let public = SubjectPublicKeyInfo::from_der(key.public_key_der())?;
     Ok(leaf(spec, now)?.signed_by(&public, &issuer)?.pem())
 }
 

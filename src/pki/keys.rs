@@ -107,15 +107,21 @@ impl Encoding {
     }
 }
 
-/// Private keys a memo of this module holds at most: the working set of the issuances in
-/// flight, not every Secret's key (those stay in the Secret cache alone).
+/// Private keys a memo of this module holds per generation ([`Memo`]): the working set of the
+/// issuances in flight, not every Secret's key (those stay in the Secret cache alone).
 const KEY_MEMO_MAX: usize = 1024;
 
-/// A private key: what it is and its PKCS#8 DER.
+/// The keys read from PEM, and the PEM rendered from keys ([`Key::from_pem`], [`Key::to_pem`]).
+static PARSED: Memo<Key> = Memo::new(KEY_MEMO_MAX);
+
+/// A private key: what it is, its PKCS#8 DER and its public half. The public half is taken
+/// when the key is made or read, where the provider has it at hand: deriving it again later
+/// (for a CSR, or to compare with a certificate) cost a scalar multiplication each time.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Key {
     pub spec: KeySpec,
     pkcs8: Vec<u8>,
+    spki: Vec<u8>,
 }
 
 impl std::fmt::Debug for Key {
@@ -139,25 +145,36 @@ fn curve(bits: u32) -> Option<&'static EcdsaSigningAlgorithm> {
 impl Key {
     /// A new key as `spec` asks.
     pub fn generate(spec: KeySpec) -> Result<Self, KeyError> {
-        let pkcs8 = match spec {
-            KeySpec::Rsa(bits) => pkcs8_of(&generate_rsa(bits)?)?,
+        match spec {
+            KeySpec::Rsa(bits) => generate_rsa(bits),
             KeySpec::Ecdsa(bits) => {
                 let curve = curve(bits).ok_or(KeyError::EcdsaSize(i64::from(bits)))?;
                 let key = EcdsaKeyPair::generate(curve).map_err(|_| KeyError::Generation)?;
-                key.to_pkcs8v1()
-                    .map_err(|_| KeyError::Generation)?
-                    .as_ref()
-                    .to_vec()
+                let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Generation)?;
+                Key::with_public(spec, pkcs8.as_ref(), key.public_key())
             }
             KeySpec::Ed25519 => {
                 let key = Ed25519KeyPair::generate().map_err(|_| KeyError::Generation)?;
-                key.to_pkcs8v1()
-                    .map_err(|_| KeyError::Generation)?
-                    .as_ref()
-                    .to_vec()
+                let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Generation)?;
+                Key::with_public(spec, pkcs8.as_ref(), key.public_key())
             }
-        };
-        Ok(Key { spec, pkcs8 })
+        }
+    }
+
+    /// The key of `spec` in `pkcs8`, whose public half is `public`.
+    fn with_public<P: AsDer<PublicKeyX509Der<'static>>>(
+        spec: KeySpec,
+        pkcs8: &[u8],
+        public: &P,
+    ) -> Result<Self, KeyError> {
+        let spki = public
+            .as_der()
+            .map_err(|_| KeyError::Unreadable(spec.algorithm()))?;
+        Ok(Key {
+            spec,
+            pkcs8: pkcs8.to_vec(),
+            spki: spki.as_ref().to_vec(),
+        })
     }
 
     /// The PKCS#8 DER (the keystores hold it).
@@ -165,7 +182,10 @@ impl Key {
         &self.pkcs8
     }
 
-    /// PEM as `encoding` asks.
+    /// PEM as `encoding` asks, remembered as this key ([`Key::from_pem`]): the controllers read
+    /// the keys they write back from their Secrets, and parsing one checks it again (a scalar
+    /// multiplication for ECDSA, more for RSA). Parsing what this renders gives back this very
+    /// key, byte for byte (the test `rendered_pem_parses_back_to_the_same_key`).
     pub fn to_pem(&self, encoding: Encoding) -> Result<String, KeyError> {
         let (tag, der) = match (encoding, self.spec) {
             (Encoding::Pkcs8, _) | (_, KeySpec::Ed25519) => ("PRIVATE KEY", self.pkcs8.clone()),
@@ -179,15 +199,16 @@ impl Key {
                 ("EC PRIVATE KEY", sec1)
             }
         };
-        Ok(super::pem_lf(&pem::Pem::new(tag, der)))
+        let pem = super::pem_lf(&pem::Pem::new(tag, der));
+        PARSED.remember(pem.as_bytes(), self.clone());
+        Ok(pem)
     }
 
     /// The key in `pem`: PKCS#1, SEC1 or PKCS#8, whichever the Secret holds. Remembered by
-    /// the PEM's SHA-256 ([`KEY_MEMO_MAX`] keys): parsing checks the key (a scalar
+    /// the PEM's SHA-256 ([`KEY_MEMO_MAX`] keys a generation): parsing checks the key (a scalar
     /// multiplication for ECDSA), and each controller reads the same key Secret on every wake.
     pub fn from_pem(text: &[u8]) -> Result<Self, KeyError> {
-        static MEMO: Memo<Key> = Memo::new(KEY_MEMO_MAX);
-        MEMO.get_or(text, Key::parse_pem)
+        PARSED.get_or(text, Key::parse_pem)
     }
 
     fn parse_pem(text: &[u8]) -> Result<Self, KeyError> {
@@ -203,10 +224,7 @@ impl Key {
                     let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
                     if let Ok(key) = EcdsaKeyPair::from_private_key_der(curve, block.contents()) {
                         let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Unreadable("ECDSA"))?;
-                        return Ok(Key {
-                            spec: KeySpec::Ecdsa(bits),
-                            pkcs8: pkcs8.as_ref().to_vec(),
-                        });
+                        return Key::with_public(KeySpec::Ecdsa(bits), pkcs8.as_ref(), key.public_key());
                     }
                 }
                 Err(KeyError::Unreadable("ECDSA"))
@@ -303,27 +321,8 @@ impl SignatureAlgorithm {
 
 impl Key {
     /// The public key as a DER `SubjectPublicKeyInfo`.
-    pub fn public_key_der(&self) -> Result<Vec<u8>, KeyError> {
-        let name = self.spec.algorithm();
-        let der: PublicKeyX509Der<'static> = match self.spec {
-            KeySpec::Rsa(_) => rsa::KeyPair::from_pkcs8(&self.pkcs8)
-                .map_err(|_| KeyError::Unreadable(name))?
-                .public_key()
-                .as_der(),
-            KeySpec::Ecdsa(bits) => {
-                let curve = curve(bits).ok_or(KeyError::Unreadable(name))?;
-                EcdsaKeyPair::from_pkcs8(curve, &self.pkcs8)
-                    .map_err(|_| KeyError::Unreadable(name))?
-                    .public_key()
-                    .as_der()
-            }
-            KeySpec::Ed25519 => Ed25519KeyPair::from_pkcs8_maybe_unchecked(&self.pkcs8)
-                .map_err(|_| KeyError::Unreadable(name))?
-                .public_key()
-                .as_der(),
-        }
-        .map_err(|_| KeyError::Unreadable(name))?;
-        Ok(der.as_ref().to_vec())
+    pub fn public_key_der(&self) -> &[u8] {
+        &self.spki
     }
 
     /// A signature over `message` with `algorithm` (PKCS#1 v1.5 for RSA, DER for ECDSA). ECDSA
@@ -418,7 +417,7 @@ impl KeySpec {
 }
 
 /// An RSA key of exactly `bits`: aws-lc-rs's fixed sizes, else the provider's C API.
-fn generate_rsa(bits: u32) -> Result<rsa::KeyPair, KeyError> {
+fn generate_rsa(bits: u32) -> Result<Key, KeyError> {
     KeySpec::Rsa(bits).can_generate()?;
     let size = match bits {
         2048 => Some(KeySize::Rsa2048),
@@ -434,7 +433,8 @@ fn generate_rsa(bits: u32) -> Result<rsa::KeyPair, KeyError> {
             rsa::KeyPair::from_der(&pkcs1).map_err(|_| KeyError::Generation)?
         }
     };
-    if rsa_key(&key)?.spec != KeySpec::Rsa(bits) {
+    let key = rsa_key(&key)?;
+    if key.spec != KeySpec::Rsa(bits) {
         return Err(KeyError::CannotGenerate(bits));
     }
     Ok(key)
@@ -464,10 +464,7 @@ fn rsa_key(key: &rsa::KeyPair) -> Result<Key, KeyError> {
         .map_err(|_| KeyError::Unreadable("RSA"))?
         .key_size_bits();
     let bits = u32::try_from(bits).map_err(|_| KeyError::Unreadable("RSA"))?;
-    Ok(Key {
-        spec: KeySpec::Rsa(bits),
-        pkcs8,
-    })
+    Key::with_public(KeySpec::Rsa(bits), &pkcs8, key.public_key())
 }
 
 /// A PKCS#8 key of any of the three algorithms.
@@ -477,18 +474,12 @@ fn from_pkcs8(der: &[u8]) -> Result<Key, KeyError> {
     }
     for bits in [256, 384, 521] {
         let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
-        if EcdsaKeyPair::from_pkcs8(curve, der).is_ok() {
-            return Ok(Key {
-                spec: KeySpec::Ecdsa(bits),
-                pkcs8: der.to_vec(),
-            });
+        if let Ok(key) = EcdsaKeyPair::from_pkcs8(curve, der) {
+            return Key::with_public(KeySpec::Ecdsa(bits), der, key.public_key());
         }
     }
-    if Ed25519KeyPair::from_pkcs8_maybe_unchecked(der).is_ok() {
-        return Ok(Key {
-            spec: KeySpec::Ed25519,
-            pkcs8: der.to_vec(),
-        });
+    if let Ok(key) = Ed25519KeyPair::from_pkcs8_maybe_unchecked(der) {
+        return Key::with_public(KeySpec::Ed25519, der, key.public_key());
     }
     Err(KeyError::Unreadable("PKCS#8"))
 }

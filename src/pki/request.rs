@@ -75,7 +75,7 @@ pub fn build_csr_der(spec: &CertificateSpec, key: &Key) -> Result<Vec<u8>, Reque
     let algorithm = SignatureAlgorithm::of(&spec.signature_algorithm, key.spec)?;
     let subject_der = subject::encode_name(&rdns)?;
     let exts = request_extensions(spec, &sans, &subject_der)?;
-    let info = request_info(&subject_der, &key.public_key_der()?, &exts);
+    let info = request_info(&subject_der, key.public_key_der(), &exts);
     let signature = key.sign(algorithm, &info)?;
     Ok(yasna::construct_der(|w| {
         w.write_sequence(|w| {

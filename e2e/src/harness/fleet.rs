@@ -222,7 +222,7 @@ pub fn check_secrets(certificates: &[Certificate], secrets: &[Secret], spec: Key
             continue;
         };
         match secret_key(secret) {
-            Some((key, leaf_spki)) if key.public_key_der().ok().as_ref() == Some(&leaf_spki) => {
+            Some((key, leaf_spki)) if key.public_key_der() == leaf_spki.as_slice() => {
                 if !key.matches(spec) {
                     check.wrong_key += 1;
                 }

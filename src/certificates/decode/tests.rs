@@ -138,3 +138,30 @@ fn public_keys_equal_compares_algorithm_and_key() {
         );
     }
 }
+
+/// A key's facts are what rcgen derives from its PKCS#8 (the key parsed and checked again,
+/// as this module once did): the public half the key carries is the same, for every kind.
+#[test]
+fn key_facts_are_what_parsing_the_key_again_derives() {
+    use crate::pki::keys::Encoding;
+    for spec in [
+        KeySpec::Rsa(2048),
+        KeySpec::Ecdsa(256),
+        KeySpec::Ecdsa(384),
+        KeySpec::Ecdsa(521),
+        KeySpec::Ed25519,
+    ] {
+        let key = Key::generate(spec).unwrap();
+        let derived = rcgen::KeyPair::try_from(key.pkcs8_der())
+            .unwrap()
+            .public_key_raw()
+            .to_vec();
+        let want = KeyFacts {
+            spec,
+            public: Ok(derived),
+        };
+        assert_eq!(KeyFacts::of(&key), want, "{spec:?}");
+        let pem = key.to_pem(Encoding::Pkcs8).unwrap();
+        assert_eq!(private_key_facts(pem.as_bytes()), Ok(want), "{spec:?}");
+    }
+}

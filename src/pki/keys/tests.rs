@@ -152,10 +152,32 @@ fn every_key_in_every_encoding_round_trips_and_openssl_reads_it() {
         let row = format!("{spec:?} {encoding:?}");
         assert_eq!(pem::parse(&pem).unwrap().tag(), tag, "{row}");
         assert_eq!(openssl_describes(&pem), described, "{row}");
-        let back = Key::from_pem(pem.as_bytes()).unwrap();
+        // Parsed, not through the memo `to_pem` filled: that the two are equal, byte for byte
+        // (PKCS#8 and public half), is what lets `to_pem` remember its PEM as this key.
+        let back = Key::parse_pem(pem.as_bytes()).unwrap();
         assert_eq!(back, key, "{row}: decodes to the same key");
         assert!(back.matches(spec), "{row}");
+        assert_eq!(
+            key.public_key_der(),
+            openssl_public_der(&pem),
+            "{row}: public half"
+        );
+        assert_eq!(Key::from_pem(pem.as_bytes()).unwrap(), key, "{row}: remembered");
     }
+}
+
+/// The DER `SubjectPublicKeyInfo` openssl derives from a PEM private key.
+fn openssl_public_der(pem: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.pem");
+    std::fs::write(&path, pem).unwrap();
+    let out = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&path)
+        .output()
+        .expect("openssl");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
 }
 
 #[test]
@@ -198,10 +220,13 @@ fn keys_openssl_writes_are_read() {
                 .expect("openssl");
             out.stdout
         };
+        let key = Key::from_pem(&pem);
+        assert_eq!(key.as_ref().map(|k| k.spec), Ok(want), "{algorithm:?} {format:?}");
+        let public = openssl_public_der(&String::from_utf8_lossy(&pem));
         assert_eq!(
-            Key::from_pem(&pem).map(|k| k.spec),
-            Ok(want),
-            "{algorithm:?} {format:?}"
+            key.unwrap().public_key_der(),
+            public,
+            "{algorithm:?} {format:?}: public half"
         );
     }
 }
@@ -301,8 +326,7 @@ fn sign_verifies_with_the_public_key_or_refuses_the_pair() {
     for (key, algorithm, verify) in signs {
         let signature = key.sign(algorithm, b"message").unwrap();
         // The SPKI's BIT STRING is the raw public key aws-lc-rs verifies with.
-        let spki = key.public_key_der().unwrap();
-        let (_, info) = SubjectPublicKeyInfo::from_der(&spki).unwrap();
+        let (_, info) = SubjectPublicKeyInfo::from_der(key.public_key_der()).unwrap();
         let public = UnparsedPublicKey::new(verify, info.subject_public_key.data.to_vec());
         assert!(public.verify(b"message", &signature).is_ok(), "{algorithm:?}");
         assert!(public.verify(b"other", &signature).is_err(), "{algorithm:?}");
