@@ -185,7 +185,7 @@ impl Key {
     /// PEM as `encoding` asks, remembered as this key ([`Key::from_pem`]): the controllers read
     /// the keys they write back from their Secrets, and parsing one checks it again (a scalar
     /// multiplication for ECDSA, more for RSA). Parsing what this renders gives back this very
-    /// key, byte for byte (the test `rendered_pem_parses_back_to_the_same_key`).
+    /// key, byte for byte (the test `every_key_in_every_encoding_round_trips_and_openssl_reads_it`).
     pub fn to_pem(&self, encoding: Encoding) -> Result<String, KeyError> {
         let (tag, der) = match (encoding, self.spec) {
             (Encoding::Pkcs8, _) | (_, KeySpec::Ed25519) => ("PRIVATE KEY", self.pkcs8.clone()),
