@@ -151,12 +151,12 @@ impl Key {
                 let curve = curve(bits).ok_or(KeyError::EcdsaSize(i64::from(bits)))?;
                 let key = EcdsaKeyPair::generate(curve).map_err(|_| KeyError::Generation)?;
                 let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Generation)?;
-                Key::with_public(spec, pkcs8.as_ref(), key.public_key())
+                Key::with_public(spec, pkcs8.as_ref().to_vec(), key.public_key())
             }
             KeySpec::Ed25519 => {
                 let key = Ed25519KeyPair::generate().map_err(|_| KeyError::Generation)?;
                 let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Generation)?;
-                Key::with_public(spec, pkcs8.as_ref(), key.public_key())
+                Key::with_public(spec, pkcs8.as_ref().to_vec(), key.public_key())
             }
         }
     }
@@ -164,7 +164,7 @@ impl Key {
     /// The key of `spec` in `pkcs8`, whose public half is `public`.
     fn with_public<P: AsDer<PublicKeyX509Der<'static>>>(
         spec: KeySpec,
-        pkcs8: &[u8],
+        pkcs8: Vec<u8>,
         public: &P,
     ) -> Result<Self, KeyError> {
         let spki = public
@@ -172,7 +172,7 @@ impl Key {
             .map_err(|_| KeyError::Unreadable(spec.algorithm()))?;
         Ok(Key {
             spec,
-            pkcs8: pkcs8.to_vec(),
+            pkcs8,
             spki: spki.as_ref().to_vec(),
         })
     }
@@ -224,7 +224,11 @@ impl Key {
                     let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
                     if let Ok(key) = EcdsaKeyPair::from_private_key_der(curve, block.contents()) {
                         let pkcs8 = key.to_pkcs8v1().map_err(|_| KeyError::Unreadable("ECDSA"))?;
-                        return Key::with_public(KeySpec::Ecdsa(bits), pkcs8.as_ref(), key.public_key());
+                        return Key::with_public(
+                            KeySpec::Ecdsa(bits),
+                            pkcs8.as_ref().to_vec(),
+                            key.public_key(),
+                        );
                     }
                 }
                 Err(KeyError::Unreadable("ECDSA"))
@@ -464,7 +468,7 @@ fn rsa_key(key: &rsa::KeyPair) -> Result<Key, KeyError> {
         .map_err(|_| KeyError::Unreadable("RSA"))?
         .key_size_bits();
     let bits = u32::try_from(bits).map_err(|_| KeyError::Unreadable("RSA"))?;
-    Key::with_public(KeySpec::Rsa(bits), &pkcs8, key.public_key())
+    Key::with_public(KeySpec::Rsa(bits), pkcs8, key.public_key())
 }
 
 /// A PKCS#8 key of any of the three algorithms.
@@ -475,11 +479,11 @@ fn from_pkcs8(der: &[u8]) -> Result<Key, KeyError> {
     for bits in [256, 384, 521] {
         let curve = curve(bits).ok_or(KeyError::Unreadable("ECDSA"))?;
         if let Ok(key) = EcdsaKeyPair::from_pkcs8(curve, der) {
-            return Key::with_public(KeySpec::Ecdsa(bits), der, key.public_key());
+            return Key::with_public(KeySpec::Ecdsa(bits), der.to_vec(), key.public_key());
         }
     }
     if let Ok(key) = Ed25519KeyPair::from_pkcs8_maybe_unchecked(der) {
-        return Key::with_public(KeySpec::Ed25519, der, key.public_key());
+        return Key::with_public(KeySpec::Ed25519, der.to_vec(), key.public_key());
     }
     Err(KeyError::Unreadable("PKCS#8"))
 }

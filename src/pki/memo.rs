@@ -60,6 +60,14 @@ impl<V: Clone> Memo<V> {
         self.insert(Sha256::digest(bytes).into(), value);
     }
 
+    /// Whether a value for `bytes` is remembered, in either generation.
+    #[cfg(test)]
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        let digest: [u8; 32] = Sha256::digest(bytes).into();
+        let values = self.lock();
+        values.newer.contains_key(&digest) || values.older.contains_key(&digest)
+    }
+
     /// A value of either generation; one of the older is kept on in the newer.
     fn get(&self, digest: &[u8; 32]) -> Option<V> {
         let mut values = self.lock();
@@ -128,7 +136,9 @@ mod tests {
     #[test]
     fn a_remembered_value_is_not_derived_again() {
         let memo: Memo<usize> = Memo::new(4);
+        assert!(!memo.holds(b"made"));
         memo.remember(b"made", 7);
+        assert!(memo.holds(b"made"));
         assert_eq!(memo.get_or(b"made", |_| Err::<usize, ()>(())), Ok(7));
         assert_eq!(memo.get_or(b"other", |_| Err::<usize, ()>(())), Err(()));
     }

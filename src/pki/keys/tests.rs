@@ -56,20 +56,32 @@ fn encoding_table() {
     }
 }
 
-/// What openssl says of a PEM private key: its type line (`Private-Key: (N bit...)` or the
-/// Ed25519 one).
-fn openssl_describes(pem: &str) -> String {
+/// What `openssl pkey <args> -in <file>` writes for a PEM private key.
+fn openssl_pkey(pem: &str, args: &[&str]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("key.pem");
     std::fs::write(&path, pem).unwrap();
     let out = Command::new("openssl")
-        .args(["pkey", "-noout", "-text", "-in"])
+        .arg("pkey")
+        .args(args)
+        .arg("-in")
         .arg(&path)
         .output()
         .expect("openssl");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    out.stdout
+}
+
+/// What openssl says of a PEM private key: its type line (`Private-Key: (N bit...)` or the
+/// Ed25519 one).
+fn openssl_describes(pem: &str) -> String {
+    let text = String::from_utf8(openssl_pkey(pem, &["-noout", "-text"])).unwrap();
     text.lines().next().unwrap_or_default().trim().to_string()
+}
+
+/// The DER `SubjectPublicKeyInfo` openssl derives from a PEM private key.
+fn openssl_public_der(pem: &str) -> Vec<u8> {
+    openssl_pkey(pem, &["-pubout", "-outform", "DER"])
 }
 
 #[test]
@@ -162,22 +174,12 @@ fn every_key_in_every_encoding_round_trips_and_openssl_reads_it() {
             openssl_public_der(&pem),
             "{row}: public half"
         );
-        assert_eq!(Key::from_pem(pem.as_bytes()).unwrap(), key, "{row}: remembered");
+        assert!(
+            PARSED.holds(pem.as_bytes()),
+            "{row}: what to_pem rendered is remembered"
+        );
+        assert_eq!(Key::from_pem(pem.as_bytes()).unwrap(), key, "{row}");
     }
-}
-
-/// The DER `SubjectPublicKeyInfo` openssl derives from a PEM private key.
-fn openssl_public_der(pem: &str) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("key.pem");
-    std::fs::write(&path, pem).unwrap();
-    let out = Command::new("openssl")
-        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
-        .arg(&path)
-        .output()
-        .expect("openssl");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    out.stdout
 }
 
 #[test]
